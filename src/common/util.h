@@ -1,0 +1,21 @@
+/* Small helpers shared by specx's programs: consistent one-line errors and number parsing. */
+#ifndef SPECX_UTIL_H
+#define SPECX_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The name errors are reported under, e.g. "specx slowfs". */
+void specx_set_progname(const char *name);
+const char *specx_progname(void);
+
+/* Prints "PROGNAME: message" to stderr. */
+void specx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "PROGNAME: message" to stderr and exits with status. */
+_Noreturn void specx_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict parsers: the whole string must be a number in [min, max]. Return false otherwise. */
+bool specx_parse_double(const char *s, double min, double max, double *out);
+bool specx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+#endif
