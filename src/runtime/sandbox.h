@@ -1,0 +1,21 @@
+/* The speculative process's sandbox (Fraser & Chang 2003, §4.1.1): whatever the speculative
+ * copy of a program does, nobody outside it can tell. Entered once, in the speculative process,
+ * right after it is created and before it runs any application code. */
+#ifndef SPECX_SANDBOX_H
+#define SPECX_SANDBOX_H
+
+#include <stddef.h>
+
+/* A memory region of the runtime that must stay shared with the normal process (the control
+ * region, the statistics slot): everything else that is shared becomes private. */
+struct specx_region {
+    void *addr;
+    size_t len;
+};
+
+/* Privatizes file offsets and shared mappings, neutralizes inherited pipes, sockets and
+ * terminals, then installs the seccomp filter. Irreversible. Returns 0, or -errno when the
+ * sandbox could not be completed: the caller must then _exit at once. */
+int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep);
+
+#endif
