@@ -1,0 +1,216 @@
+/* The device in real time. A regular request reserves its pieces' slots at once (FIFO per
+ * disk) and its thread sleeps until the last finishes. An idle request waits for each disk
+ * to be free before occupying it and may be pushed back by regular arrivals, so its thread
+ * re-reads its finish until it has passed. Threads sleep on absolute CLOCK_MONOTONIC times
+ * (main.c sets a 1 ns timer slack) so modelled times are met to within tens of µs. */
+#include "device.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+struct device {
+    pthread_mutex_t lock; /* guards model and counters */
+    struct model *model;
+    struct slowfs_stats counters;
+    struct slowfs_config config;
+    const char *preset;
+    double started;
+};
+
+double device_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_until(double t)
+{
+    struct timespec ts = { .tv_sec = (time_t)t };
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+struct device *device_new(const struct slowfs_config *config, const char *preset)
+{
+    struct device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return NULL;
+    struct model_params params = config_model_params(config);
+    dev->model = model_new(&params);
+    if (!dev->model) {
+        free(dev);
+        return NULL;
+    }
+    pthread_mutex_init(&dev->lock, NULL);
+    dev->config = *config;
+    dev->preset = preset;
+    dev->started = device_now();
+    return dev;
+}
+
+void device_free(struct device *dev)
+{
+    if (!dev)
+        return;
+    model_free(dev->model);
+    pthread_mutex_destroy(&dev->lock);
+    free(dev);
+}
+
+/* The piece that finishes last decides the response; its service time is the request's. */
+struct outcome {
+    double finish;
+    double service;
+};
+
+static void take_latest(struct outcome *o, double finish, double service)
+{
+    if (finish >= o->finish) {
+        o->finish = finish;
+        o->service = service;
+    }
+}
+
+/* Access latency of the next piece; the caller holds the lock (the jitter generator). */
+static double piece_latency(struct device *dev, bool metadata)
+{
+    return metadata ? model_params(dev->model)->metadata_latency_s : model_latency(dev->model);
+}
+
+static struct outcome serve_regular(struct device *dev, const struct model_piece *pieces,
+                                    unsigned n, bool metadata, double arrival)
+{
+    struct outcome o = { 0 };
+    pthread_mutex_lock(&dev->lock);
+    for (unsigned i = 0; i < n; i++) {
+        struct model_slot s = model_reserve_regular(dev->model, pieces[i].disk, pieces[i].bytes,
+                                                    piece_latency(dev, metadata), arrival);
+        take_latest(&o, s.finish, s.service);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    sleep_until(o.finish);
+    return o;
+}
+
+/* Occupies the piece's disk as soon as it is free of other work (prioritization). */
+static struct model_slot start_idle_piece(struct device *dev, const struct model_piece *piece,
+                                          bool metadata)
+{
+    struct model_slot slot;
+    for (;;) {
+        double retry_at;
+        pthread_mutex_lock(&dev->lock);
+        bool started = model_try_start_idle(dev->model, piece->disk, piece->bytes,
+                                            piece_latency(dev, metadata), device_now(), &slot,
+                                            &retry_at);
+        pthread_mutex_unlock(&dev->lock);
+        if (started)
+            return slot;
+        sleep_until(retry_at);
+    }
+}
+
+static struct outcome serve_idle(struct device *dev, const struct model_piece *pieces,
+                                 unsigned n, bool metadata)
+{
+    struct model_slot slots[MODEL_MAX_DISKS];
+    for (unsigned i = 0; i < n; i++)
+        slots[i] = start_idle_piece(dev, &pieces[i], metadata);
+    /* Regular arrivals may push the pieces back (preemption): wait until all are done. */
+    for (;;) {
+        struct outcome o = { 0 };
+        pthread_mutex_lock(&dev->lock);
+        for (unsigned i = 0; i < n; i++)
+            take_latest(&o, model_idle_finish(dev->model, &slots[i]), slots[i].service);
+        pthread_mutex_unlock(&dev->lock);
+        if (device_now() >= o.finish)
+            return o;
+        sleep_until(o.finish);
+    }
+}
+
+/* Serves the pieces in the requester's class and returns when the last one is done. */
+static struct outcome serve(struct device *dev, const struct model_piece *pieces, unsigned n,
+                            bool metadata, enum model_class class, double arrival)
+{
+    if (class == MODEL_IDLE)
+        return serve_idle(dev, pieces, n, metadata);
+    return serve_regular(dev, pieces, n, metadata, arrival);
+}
+
+/* Without --no-priority, the class as given; with it, everyone is regular. */
+static enum model_class effective_class(const struct device *dev, enum model_class class)
+{
+    return model_params(dev->model)->priority ? class : MODEL_REGULAR;
+}
+
+void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
+                 enum model_class class, double arrival)
+{
+    const struct model_params *p = model_params(dev->model);
+    struct model_piece pieces[MODEL_MAX_DISKS];
+    unsigned n = model_split(p, (unsigned)(first_disk % p->disks), offset, len, pieces);
+    if (n == 0)
+        return;
+    class = effective_class(dev, class);
+    struct outcome o = serve(dev, pieces, n, false, class, arrival);
+    pthread_mutex_lock(&dev->lock);
+    stats_count_read(&dev->counters, class, len, o.finish - arrival, o.service);
+    pthread_mutex_unlock(&dev->lock);
+}
+
+void device_metadata(struct device *dev, uint64_t key, enum model_class class)
+{
+    const struct model_params *p = model_params(dev->model);
+    if (p->metadata_latency_s <= 0)
+        return;
+    double arrival = device_now();
+    struct model_piece piece = { .disk = (unsigned)(key % p->disks), .bytes = 0 };
+    struct outcome o = serve(dev, &piece, 1, true, effective_class(dev, class), arrival);
+    pthread_mutex_lock(&dev->lock);
+    dev->counters.metadata_requests++;
+    dev->counters.metadata_s += o.finish - arrival;
+    pthread_mutex_unlock(&dev->lock);
+}
+
+void device_count_write(struct device *dev, uint64_t bytes)
+{
+    pthread_mutex_lock(&dev->lock);
+    dev->counters.write_requests++;
+    dev->counters.write_bytes += bytes;
+    pthread_mutex_unlock(&dev->lock);
+}
+
+/* Renders a consistent snapshot: counters and per-disk figures copied under the lock. */
+static char *render(struct device *dev, char *(*format)(const struct stats_snapshot *))
+{
+    struct model_disk_stats disks[MODEL_MAX_DISKS];
+    struct stats_snapshot snap = {
+        .preset = dev->preset,
+        .config = dev->config,
+        .pid = getpid(),
+        .ndisks = dev->config.disks,
+        .disks = disks,
+    };
+    pthread_mutex_lock(&dev->lock);
+    snap.uptime_s = device_now() - dev->started;
+    snap.counters = dev->counters;
+    for (unsigned i = 0; i < snap.ndisks; i++)
+        disks[i] = model_disk_stats(dev->model, i);
+    pthread_mutex_unlock(&dev->lock);
+    return format(&snap);
+}
+
+char *device_stats_json(struct device *dev) { return render(dev, stats_json); }
+char *device_stats_table(struct device *dev) { return render(dev, stats_table); }

@@ -1,0 +1,37 @@
+/* The emulated device in real time: the model (model.h) behind a lock, a clock, and threads
+ * that sleep until their modelled finish. Every FUSE worker thread calls in here. */
+#ifndef SLOWFS_DEVICE_H
+#define SLOWFS_DEVICE_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "presets.h"
+
+struct device;
+
+/* Returns NULL if out of memory. preset is the name shown in the statistics. */
+struct device *device_new(const struct slowfs_config *config, const char *preset);
+void device_free(struct device *dev);
+
+/* Seconds on CLOCK_MONOTONIC: the clock arrival times are taken on. */
+double device_now(void);
+
+/* Serves a data read of len bytes at offset of a file whose first stripe unit is on disk
+ * first_disk (any number; reduced modulo the disks), issued at arrival by a requester of the
+ * given class; returns at the modelled finish. */
+void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
+                 enum model_class class, double arrival);
+
+/* Serves a metadata operation (lookup, directory read) on the disk chosen by key; free unless
+ * the device has a metadata latency. */
+void device_metadata(struct device *dev, uint64_t key, enum model_class class);
+
+/* Counts a write (writes are not modelled: they pass straight to the backing file). */
+void device_count_write(struct device *dev, uint64_t bytes);
+
+/* The statistics, rendered (malloc'd; NULL if out of memory). */
+char *device_stats_json(struct device *dev);
+char *device_stats_table(struct device *dev);
+
+#endif

@@ -1,0 +1,126 @@
+/* specx slowfs: mount a backing directory through an emulated slow storage device, and the
+ * --stats and --unmount commands that talk to a running one. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checks.h"
+#include "control.h"
+#include "options.h"
+#include "passthrough.h"
+#include "util.h"
+
+/* Worker threads beyond the requests the kernel may have in flight, for synchronous ones. */
+#define SPARE_THREADS 16
+
+/* Requests the kernel may send at once: enough for every disk to have a queue, never fewer
+ * than 64 so that idle-class requests waiting for a disk cannot use up the slots regular
+ * requests need (DESIGN-NOTES §4: the defaults are 12 and 10 threads). */
+static unsigned max_background_for(unsigned disks)
+{
+    unsigned n = 4 * disks;
+    return n < 64 ? 64 : n;
+}
+
+/* libfuse's mount options; the fsname names the backing directory where that needs no
+ * escaping. */
+static void build_fuse_args(struct fuse_args *args, const char *backing)
+{
+    char opts[PATH_MAX + 256];
+    const char *safe = strpbrk(backing, ",\\") ? "specx-slowfs" : backing;
+    snprintf(opts, sizeof opts,
+             "allow_other,default_permissions,subtype=specx-slowfs,fsname=%s", safe);
+    fuse_opt_add_arg(args, "specx-slowfs");
+    fuse_opt_add_arg(args, "-o");
+    fuse_opt_add_arg(args, opts);
+}
+
+static int serve(struct fuse *f, unsigned threads)
+{
+    struct fuse_loop_config *loop = fuse_loop_cfg_create();
+    if (!loop)
+        return -1;
+    fuse_loop_cfg_set_max_threads(loop, threads);
+    /* Keep idle workers around: creating a thread per burst of requests costs latency. */
+    fuse_loop_cfg_set_idle_threads(loop, threads);
+    int ret = fuse_loop_mt(f, loop);
+    fuse_loop_cfg_destroy(loop);
+    return ret;
+}
+
+static int mount_and_serve(const struct slowfs_options *o)
+{
+    char err[512], backing[PATH_MAX], mountpoint[PATH_MAX];
+    if (check_root(err, sizeof err) ||
+        check_mount_paths(o->backing, o->mountpoint, backing, mountpoint, PATH_MAX, err,
+                          sizeof err))
+        specx_die(1, "%s", err);
+    struct slowfs_state st = {
+        .backing = backing,
+        .max_background = max_background_for(o->device.disks),
+    };
+    st.backing_fd = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st.backing_fd < 0)
+        specx_die(1, "cannot open '%s': %m", o->backing);
+    st.device = device_new(&o->device, o->preset);
+    if (!st.device)
+        specx_die(1, "out of memory");
+    umask(0); /* the kernel already applied the caller's umask to every mode we get */
+    /* Modelled times are met by absolute sleeps: without slack they end on time (threads
+     * created later inherit this). */
+    prctl(PR_SET_TIMERSLACK, 1UL);
+
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    build_fuse_args(&args, backing);
+    struct fuse *f = fuse_new(&args, &slowfs_operations, sizeof slowfs_operations, &st);
+    fuse_opt_free_args(&args);
+    if (!f)
+        specx_die(1, "cannot set up the file system");
+    if (fuse_mount(f, mountpoint) != 0) {
+        fuse_destroy(f);
+        specx_die(1, "cannot mount '%s'", o->mountpoint);
+    }
+    /* With -d the parent exits only now, once the mount is live, so scripts can use it. */
+    if (fuse_daemonize(!o->daemonize) != 0 ||
+        fuse_set_signal_handlers(fuse_get_session(f)) != 0) {
+        fuse_unmount(f);
+        fuse_destroy(f);
+        specx_die(1, "cannot start serving '%s'", o->mountpoint);
+    }
+    int ret = serve(f, st.max_background + SPARE_THREADS);
+    fuse_remove_signal_handlers(fuse_get_session(f));
+    fuse_unmount(f);
+    fuse_destroy(f);
+    device_free(st.device);
+    close(st.backing_fd);
+    return ret == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    specx_set_progname("specx slowfs");
+    struct slowfs_options o;
+    char err[512];
+    if (options_parse(argc, argv, &o, err, sizeof err) != 0)
+        specx_die(2, "%s", err);
+    switch (o.action) {
+    case ACTION_HELP:
+        options_usage(stdout);
+        return 0;
+    case ACTION_VERSION:
+        printf("specx slowfs %s\n", SPECX_VERSION);
+        return 0;
+    case ACTION_STATS:
+        return control_stats(o.mountpoint, o.json);
+    case ACTION_UNMOUNT:
+        return control_unmount(o.mountpoint);
+    case ACTION_MOUNT:
+        break;
+    }
+    return mount_and_serve(&o);
+}

@@ -1,0 +1,248 @@
+/* Pure device model: striping, per-disk reservations, the shared bus, two request classes.
+ * See model.h for the device it describes. */
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A transfer booked on the bus. Idle transfers are recorded with their disk and ticket so a
+ * regular transfer that takes their place can push the idle piece's finish. */
+struct bus_booking {
+    double start, end;
+    enum model_class class;
+    unsigned disk;
+    uint64_t ticket;
+};
+
+struct disk_state {
+    double regular_until; /* end of the last regular reservation: regular pieces queue FIFO */
+    double idle_finish;   /* finish of the idle piece in service (in the past if none) */
+    uint64_t idle_ticket; /* which idle piece that is */
+    struct model_disk_stats stats;
+};
+
+struct model {
+    struct model_params p;
+    struct disk_state *disk;
+    struct bus_booking *bus; /* sorted by start, only bookings that have not ended */
+    size_t nbus, bus_cap;
+    uint64_t next_ticket;
+    uint64_t rng;
+};
+
+static double max2(double a, double b) { return a > b ? a : b; }
+static double min2(double a, double b) { return a < b ? a : b; }
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+unsigned model_split(const struct model_params *p, unsigned first_disk, uint64_t offset,
+                     uint64_t len, struct model_piece *out)
+{
+    unsigned n = 0;
+    uint64_t end = offset + len;
+    while (offset < end) {
+        uint64_t unit = offset / p->stripe_bytes;
+        uint64_t chunk = min_u64(end, (unit + 1) * p->stripe_bytes) - offset;
+        unsigned disk = (unsigned)((first_disk + unit) % p->disks);
+        unsigned i = 0;
+        while (i < n && out[i].disk != disk)
+            i++;
+        if (i == n)
+            out[n++] = (struct model_piece){ .disk = disk, .bytes = 0 };
+        out[i].bytes += chunk;
+        offset += chunk;
+    }
+    return n;
+}
+
+struct model *model_new(const struct model_params *params)
+{
+    struct model *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->p = *params;
+    m->disk = calloc(params->disks, sizeof *m->disk);
+    if (!m->disk) {
+        free(m);
+        return NULL;
+    }
+    m->rng = params->seed;
+    m->next_ticket = 1;
+    return m;
+}
+
+void model_free(struct model *m)
+{
+    if (!m)
+        return;
+    free(m->disk);
+    free(m->bus);
+    free(m);
+}
+
+const struct model_params *model_params(const struct model *m) { return &m->p; }
+
+struct model_disk_stats model_disk_stats(const struct model *m, unsigned disk)
+{
+    return m->disk[disk].stats;
+}
+
+/* splitmix64: small, fast and seedable, so a run's jitter sequence can be reproduced. */
+static uint64_t next_random(struct model *m)
+{
+    uint64_t z = (m->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double model_latency(struct model *m)
+{
+    double unit = (double)(next_random(m) >> 11) / (double)(1ull << 53); /* [0, 1) */
+    return m->p.latency_s * (1.0 + m->p.jitter_frac * (2.0 * unit - 1.0));
+}
+
+/* Forgets bookings that ended before now; they can no longer constrain anything. */
+static void bus_prune(struct model *m, double now)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < m->nbus; i++)
+        if (m->bus[i].end > now)
+            m->bus[keep++] = m->bus[i];
+    m->nbus = keep;
+}
+
+/* Earliest start >= ready of a gap of length len among the bookings a transfer of class
+ * `class` must respect: a regular transfer sees only regular bookings (idle ones yield). */
+static double bus_find_gap(const struct model *m, enum model_class class, double ready,
+                           double len)
+{
+    double t = ready;
+    for (size_t i = 0; i < m->nbus; i++) {
+        const struct bus_booking *b = &m->bus[i];
+        if (class == MODEL_REGULAR && b->class == MODEL_IDLE)
+            continue;
+        if (b->end <= t)
+            continue;
+        if (b->start >= t + len)
+            break;
+        t = b->end;
+    }
+    return t;
+}
+
+/* Out of memory, a booking is dropped: the bus then looks freer than it is, nothing worse. */
+static void bus_insert(struct model *m, struct bus_booking b)
+{
+    if (m->nbus == m->bus_cap) {
+        size_t cap = m->bus_cap ? 2 * m->bus_cap : 64;
+        struct bus_booking *nb = realloc(m->bus, cap * sizeof *nb);
+        if (!nb)
+            return;
+        m->bus = nb;
+        m->bus_cap = cap;
+    }
+    size_t i = m->nbus;
+    while (i > 0 && m->bus[i - 1].start > b.start) {
+        m->bus[i] = m->bus[i - 1];
+        i--;
+    }
+    m->bus[i] = b;
+    m->nbus++;
+}
+
+static bool idle_in_service(const struct disk_state *d, double t) { return d->idle_finish > t; }
+
+/* Pushes the idle piece of disk `disk` (if it is still the one with `ticket` and still in
+ * service after `from`) later by `delay`: regular work took its place. */
+static void preempt_idle(struct model *m, unsigned disk, uint64_t ticket, double from,
+                         double delay)
+{
+    struct disk_state *d = &m->disk[disk];
+    if (d->idle_ticket == ticket && idle_in_service(d, from))
+        d->idle_finish += delay;
+}
+
+/* Regular bus transfers displace idle ones: each idle booking they overlap delays its piece
+ * by the overlap, so the bus never carries more than its bandwidth for long. The idle piece
+ * on the regular piece's own disk is skipped: the disk preemption already delays it fully. */
+static void bus_preempt_idle(struct model *m, unsigned disk, double start, double end)
+{
+    for (size_t i = 0; i < m->nbus; i++) {
+        const struct bus_booking *b = &m->bus[i];
+        if (b->class != MODEL_IDLE || b->disk == disk || b->end <= start || b->start >= end)
+            continue;
+        preempt_idle(m, b->disk, b->ticket, start, min2(end, b->end) - max2(start, b->start));
+    }
+}
+
+/* Times the transfer of a piece whose disk reaches the data at `ready`: the disk streams it
+ * at disk_bps while the bus carries it at bus_bps in the first gap the class may use; the
+ * piece finishes when both are done. Returns the finish time. */
+static double transfer(struct model *m, enum model_class class, unsigned disk, uint64_t ticket,
+                       uint64_t bytes, double ready)
+{
+    double finish = ready + (double)bytes / m->p.disk_bps;
+    if (m->p.bus_bps <= 0 || bytes == 0)
+        return finish;
+    double len = (double)bytes / m->p.bus_bps;
+    double start = bus_find_gap(m, class, ready, len);
+    if (class == MODEL_REGULAR)
+        bus_preempt_idle(m, disk, start, start + len);
+    bus_insert(m, (struct bus_booking){ .start = start, .end = start + len, .class = class,
+                                        .disk = disk, .ticket = ticket });
+    return max2(finish, start + len);
+}
+
+static void count(struct disk_state *d, uint64_t bytes, double busy)
+{
+    d->stats.requests++;
+    d->stats.bytes += bytes;
+    d->stats.busy_s += busy;
+}
+
+struct model_slot model_reserve_regular(struct model *m, unsigned disk, uint64_t bytes,
+                                        double latency_s, double now)
+{
+    struct disk_state *d = &m->disk[disk];
+    bus_prune(m, now);
+    struct model_slot s = { .disk = disk, .start = max2(now, d->regular_until) };
+    s.finish = transfer(m, MODEL_REGULAR, disk, 0, bytes, s.start + latency_s);
+    s.service = s.finish - s.start;
+    d->regular_until = s.finish;
+    count(d, bytes, s.service);
+    if (idle_in_service(d, s.start)) {
+        /* The first regular piece of a burst interrupts the idle one, which must seek back:
+         * it pays its access latency again; later pieces of the burst only add their time. */
+        double restart = s.start <= now ? m->p.latency_s : 0.0;
+        d->idle_finish += s.service + restart;
+        d->stats.busy_s += restart;
+    }
+    return s;
+}
+
+bool model_try_start_idle(struct model *m, unsigned disk, uint64_t bytes, double latency_s,
+                          double now, struct model_slot *slot, double *retry_at)
+{
+    struct disk_state *d = &m->disk[disk];
+    if (d->regular_until > now || idle_in_service(d, now)) {
+        *retry_at = max2(d->regular_until, d->idle_finish);
+        return false;
+    }
+    bus_prune(m, now);
+    uint64_t ticket = m->next_ticket++;
+    struct model_slot s = { .disk = disk, .start = now, .ticket = ticket };
+    s.finish = transfer(m, MODEL_IDLE, disk, ticket, bytes, now + latency_s);
+    s.service = s.finish - s.start;
+    d->idle_ticket = ticket;
+    d->idle_finish = s.finish;
+    count(d, bytes, s.service);
+    *slot = s;
+    return true;
+}
+
+double model_idle_finish(const struct model *m, const struct model_slot *slot)
+{
+    const struct disk_state *d = &m->disk[slot->disk];
+    /* Another ticket means a later idle piece started, which needs this one to be done. */
+    return d->idle_ticket == slot->ticket ? d->idle_finish : slot->finish;
+}

@@ -1,0 +1,233 @@
+/* Command-line parsing and validation for specx slowfs. Values are checked here, before
+ * anything is mounted, so bad input never leaves a half-made mount behind. */
+#include "options.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+enum {
+    OPT_DISKS = 256, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
+    OPT_NO_PRIORITY, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
+};
+
+static const struct option long_options[] = {
+    { "preset", required_argument, NULL, 'p' },
+    { "disks", required_argument, NULL, OPT_DISKS },
+    { "stripe-kb", required_argument, NULL, OPT_STRIPE },
+    { "latency-ms", required_argument, NULL, OPT_LATENCY },
+    { "jitter-pct", required_argument, NULL, OPT_JITTER },
+    { "bandwidth-mbps", required_argument, NULL, OPT_BANDWIDTH },
+    { "bus-mbps", required_argument, NULL, OPT_BUS },
+    { "metadata-latency-ms", required_argument, NULL, OPT_METADATA },
+    { "no-priority", no_argument, NULL, OPT_NO_PRIORITY },
+    { "seed", required_argument, NULL, OPT_SEED },
+    { "daemon", no_argument, NULL, 'd' },
+    { "stats", required_argument, NULL, OPT_STATS },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "unmount", required_argument, NULL, OPT_UNMOUNT },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+
+void options_usage(FILE *out)
+{
+    char names[256];
+    preset_list(names, sizeof names);
+    fprintf(out,
+        "Usage: specx slowfs [OPTIONS] BACKING_DIR MOUNTPOINT\n"
+        "       specx slowfs --stats MOUNTPOINT [--json]\n"
+        "       specx slowfs --unmount MOUNTPOINT\n"
+        "\n"
+        "Mount BACKING_DIR at MOUNTPOINT through an emulated slow storage device:\n"
+        "striped disks with access latency, bandwidth, a shared bus, and an idle\n"
+        "I/O class that only uses free disk time.\n"
+        "\n"
+        "Device (a preset, then single values overridden):\n"
+        "  -p, --preset NAME            %s (default %s)\n"
+        "      --disks N                independent disks, 1..1024\n"
+        "      --stripe-kb N            stripe unit in KiB\n"
+        "      --latency-ms MS          access latency (seek + rotation)\n"
+        "      --jitter-pct PCT         latency varies uniformly by +-PCT %%\n"
+        "      --bandwidth-mbps MBPS    transfer rate of one disk (MB = 10^6 bytes)\n"
+        "      --bus-mbps MBPS          shared bus limit, 0 = none\n"
+        "      --metadata-latency-ms MS cost of lookups and directory reads (default 0)\n"
+        "      --no-priority            serve IDLE-class requests like any other\n"
+        "      --seed N                 seed of the latency jitter\n"
+        "\n"
+        "Running:\n"
+        "  -d, --daemon                 return once mounted and serve in the background\n"
+        "      --stats MOUNTPOINT       print the device's statistics (--json for JSON)\n"
+        "      --unmount MOUNTPOINT     unmount and wait for the server to exit\n"
+        "  -h, --help                   show this help\n"
+        "  -V, --version                show the version\n"
+        "\n"
+        "See specx-slowfs(1).\n", names, PRESET_DEFAULT);
+}
+
+/* The explicit device options, applied over the preset once parsing is done. */
+struct overrides {
+    bool disks, stripe, latency, jitter, bandwidth, bus, metadata, no_priority, seed;
+    struct slowfs_config v;
+};
+
+static int fail(char *err, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int parse_device_option(int opt, const char *arg, struct overrides *o, char *err,
+                               size_t errsize)
+{
+    uint64_t u;
+    switch (opt) {
+    case OPT_DISKS:
+        if (!specx_parse_u64(arg, 1, MODEL_MAX_DISKS, &u))
+            return fail(err, errsize, "invalid --disks '%s' (an integer from 1 to %d)", arg,
+                        MODEL_MAX_DISKS);
+        o->v.disks = (unsigned)u;
+        o->disks = true;
+        return 0;
+    case OPT_STRIPE:
+        if (!specx_parse_u64(arg, 1, 1048576, &o->v.stripe_kb))
+            return fail(err, errsize,
+                        "invalid --stripe-kb '%s' (an integer from 1 to 1048576)", arg);
+        o->stripe = true;
+        return 0;
+    case OPT_LATENCY:
+        if (!specx_parse_double(arg, 0, 10000, &o->v.latency_ms))
+            return fail(err, errsize, "invalid --latency-ms '%s' (0 to 10000)", arg);
+        o->latency = true;
+        return 0;
+    case OPT_JITTER:
+        if (!specx_parse_double(arg, 0, 100, &o->v.jitter_pct))
+            return fail(err, errsize, "invalid --jitter-pct '%s' (0 to 100)", arg);
+        o->jitter = true;
+        return 0;
+    case OPT_BANDWIDTH:
+        if (!specx_parse_double(arg, 0, 1e6, &o->v.bandwidth_mbps) || o->v.bandwidth_mbps <= 0)
+            return fail(err, errsize,
+                        "invalid --bandwidth-mbps '%s' (more than 0, up to 1000000)", arg);
+        o->bandwidth = true;
+        return 0;
+    case OPT_BUS:
+        if (!specx_parse_double(arg, 0, 1e6, &o->v.bus_mbps))
+            return fail(err, errsize,
+                        "invalid --bus-mbps '%s' (0 for no limit, up to 1000000)", arg);
+        o->bus = true;
+        return 0;
+    case OPT_METADATA:
+        if (!specx_parse_double(arg, 0, 10000, &o->v.metadata_latency_ms))
+            return fail(err, errsize, "invalid --metadata-latency-ms '%s' (0 to 10000)", arg);
+        o->metadata = true;
+        return 0;
+    case OPT_NO_PRIORITY:
+        o->no_priority = true;
+        return 0;
+    case OPT_SEED:
+        if (!specx_parse_u64(arg, 0, UINT64_MAX, &o->v.seed))
+            return fail(err, errsize, "invalid --seed '%s' (a non-negative integer)", arg);
+        o->seed = true;
+        return 0;
+    }
+    return fail(err, errsize, "internal error: option %d", opt);
+}
+
+static void apply_overrides(struct slowfs_config *c, const struct overrides *o)
+{
+    if (o->disks) c->disks = o->v.disks;
+    if (o->stripe) c->stripe_kb = o->v.stripe_kb;
+    if (o->latency) c->latency_ms = o->v.latency_ms;
+    if (o->jitter) c->jitter_pct = o->v.jitter_pct;
+    if (o->bandwidth) c->bandwidth_mbps = o->v.bandwidth_mbps;
+    if (o->bus) c->bus_mbps = o->v.bus_mbps;
+    if (o->metadata) c->metadata_latency_ms = o->v.metadata_latency_ms;
+    if (o->no_priority) c->priority = false;
+    if (o->seed) c->seed = o->v.seed;
+}
+
+/* Sets the action, refusing two different ones (e.g. --stats with --unmount). */
+static int set_action(struct slowfs_options *out, enum slowfs_action action, const char *mnt,
+                      char *err, size_t errsize)
+{
+    if (out->action != ACTION_MOUNT && out->action != action)
+        return fail(err, errsize, "--stats and --unmount cannot be combined");
+    out->action = action;
+    out->mountpoint = mnt;
+    return 0;
+}
+
+static int check_operands(struct slowfs_options *out, int nargs, char **args, char *err,
+                          size_t errsize)
+{
+    if (out->action == ACTION_MOUNT) {
+        if (nargs != 2)
+            return fail(err, errsize, "expected BACKING_DIR and MOUNTPOINT; see '%s --help'",
+                        specx_progname());
+        out->backing = args[0];
+        out->mountpoint = args[1];
+        return 0;
+    }
+    if (nargs != 0)
+        return fail(err, errsize, "unexpected argument '%s'", args[0]);
+    return 0;
+}
+
+int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, size_t errsize)
+{
+    struct overrides o = { 0 };
+    *out = (struct slowfs_options){ .action = ACTION_MOUNT, .preset = PRESET_DEFAULT };
+    bool help = false, version = false;
+    int opt;
+    opterr = 0;
+    optind = 0; /* full reset, so the parser can run more than once (unit tests) */
+    while ((opt = getopt_long(argc, argv, ":p:dhV", long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'p': out->preset = optarg; break;
+        case 'd': out->daemonize = true; break;
+        case 'h': help = true; break;
+        case 'V': version = true; break;
+        case OPT_JSON: out->json = true; break;
+        case OPT_STATS:
+            if (set_action(out, ACTION_STATS, optarg, err, errsize))
+                return -1;
+            break;
+        case OPT_UNMOUNT:
+            if (set_action(out, ACTION_UNMOUNT, optarg, err, errsize))
+                return -1;
+            break;
+        case ':':
+            return fail(err, errsize, "option '%s' needs a value", argv[optind - 1]);
+        case '?':
+            if (optopt > 0 && optopt < 256)
+                return fail(err, errsize, "invalid option '-%c'; see '%s --help'", optopt,
+                            specx_progname());
+            return fail(err, errsize, "invalid option '%s'; see '%s --help'",
+                        argv[optind - 1], specx_progname());
+        default:
+            if (parse_device_option(opt, optarg, &o, err, errsize))
+                return -1;
+        }
+    }
+    if (help || version) {
+        out->action = help ? ACTION_HELP : ACTION_VERSION;
+        return 0;
+    }
+    const struct preset *p = preset_find(out->preset);
+    if (!p) {
+        char names[256];
+        preset_list(names, sizeof names);
+        return fail(err, errsize, "unknown preset '%s' (valid: %s)", out->preset, names);
+    }
+    out->device = p->config;
+    apply_overrides(&out->device, &o);
+    return check_operands(out, argc - optind, argv + optind, err, errsize);
+}

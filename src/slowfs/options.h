@@ -1,0 +1,30 @@
+/* The command line of specx slowfs: what to do, and the device to emulate. */
+#ifndef SLOWFS_OPTIONS_H
+#define SLOWFS_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "presets.h"
+
+enum slowfs_action { ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT, ACTION_HELP, ACTION_VERSION };
+
+struct slowfs_options {
+    enum slowfs_action action;
+    const char *preset;          /* name of the preset the device starts from */
+    struct slowfs_config device; /* the preset with explicit options applied */
+    bool daemonize;              /* -d: return once mounted, serve in the background */
+    bool json;                   /* --stats: JSON instead of a table */
+    const char *backing;         /* ACTION_MOUNT */
+    const char *mountpoint;      /* ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT */
+};
+
+/* Parses argv (getopt_long; argv may be permuted). On bad input returns -1 and writes a
+ * one-line reason (without the program name) into err; otherwise returns 0. */
+int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, size_t errsize);
+
+/* Usage text for --help. */
+void options_usage(FILE *out);
+
+#endif

@@ -1,0 +1,498 @@
+/* FUSE operations of slowfs: a path-based passthrough of the backing directory.
+ *
+ * Only data reads go through the device model (and lookups and directory reads when a
+ * metadata latency is configured): slowfs emulates a slow device for programs that read, and
+ * everything else must stay correct, durable and cheap. The daemon runs as root, so anything
+ * created through the mount is handed to the caller (PostgreSQL runs as `postgres` on it).
+ *
+ * Callbacks return 0 or a negative errno, as libfuse expects. */
+#include "passthrough.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "ioclass.h"
+
+/* An open file: its descriptor on the backing file and the disk its first stripe unit lives
+ * on, derived from the inode number so small files spread over the disks like on a striped
+ * file system. */
+struct open_file {
+    int fd;
+    uint64_t first_disk;
+};
+
+/* An open directory being listed. */
+struct open_dir {
+    DIR *dir;
+    struct dirent *pending; /* read but not yet accepted by the kernel's buffer */
+    off_t offset;           /* position after the entries handed out so far */
+};
+
+static struct slowfs_state *state(void) { return fuse_get_context()->private_data; }
+
+/* Paths from libfuse start with '/'; the backing directory fd is their root. */
+static const char *rel(const char *path) { return path[1] ? path + 1 : "."; }
+
+static int neg_errno(int ret) { return ret < 0 ? -errno : ret; }
+
+static struct open_file *file_of(const struct fuse_file_info *fi)
+{
+    return (struct open_file *)(uintptr_t)fi->fh;
+}
+
+static struct open_dir *dir_of(const struct fuse_file_info *fi)
+{
+    return (struct open_dir *)(uintptr_t)fi->fh;
+}
+
+static enum model_class requester_class(void) { return ioclass_of(fuse_get_context()->pid); }
+
+/* FNV-1a: spreads metadata operations on different paths over the disks. */
+static uint64_t path_key(const char *path)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h;
+}
+
+static void metadata_cost(const char *path)
+{
+    device_metadata(state()->device, path_key(path), requester_class());
+}
+
+/* Hands a freshly created entry to the calling user. Its group stays as the backing file
+ * system chose it when the parent directory is set-group-ID (BSD group semantics). */
+static int give_to_caller(const char *path)
+{
+    const struct fuse_context *ctx = fuse_get_context();
+    int dirfd = state()->backing_fd;
+    struct stat st;
+    if (fstatat(dirfd, rel(path), &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    gid_t gid = ctx->gid;
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    slash[slash == parent ? 1 : 0] = '\0';
+    struct stat pst;
+    if (fstatat(dirfd, rel(parent), &pst, 0) == 0 && (pst.st_mode & S_ISGID))
+        gid = st.st_gid;
+    if (st.st_uid == ctx->uid && st.st_gid == gid)
+        return 0;
+    return neg_errno(fchownat(dirfd, rel(path), ctx->uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+
+/* Undoes a creation whose hand-over failed, so nothing half-made stays behind. */
+static int created_or_undo(const char *path, int is_dir)
+{
+    int ret = give_to_caller(path);
+    if (ret < 0)
+        unlinkat(state()->backing_fd, rel(path), is_dir ? AT_REMOVEDIR : 0);
+    return ret;
+}
+
+static void *sf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    struct slowfs_state *s = state();
+    cfg->use_ino = 1;     /* real inode numbers: the striping and hard links depend on them */
+    cfg->readdir_ino = 1;
+    cfg->nullpath_ok = 1; /* operations on open files use the descriptor ... */
+    cfg->hard_remove = 1; /* ... so an unlinked open file needs no hidden rename */
+    /* The device model, not FUSE's defaults (12 background requests), decides how many
+     * reads are served at once (DESIGN-NOTES §4). */
+    conn->max_background = s->max_background;
+    conn->congestion_threshold = s->max_background;
+    return s;
+}
+
+static int sf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    if (fi)
+        return neg_errno(fstat(file_of(fi)->fd, st));
+    metadata_cost(path);
+    return neg_errno(fstatat(state()->backing_fd, rel(path), st, AT_SYMLINK_NOFOLLOW));
+}
+
+static int sf_readlink(const char *path, char *buf, size_t size)
+{
+    metadata_cost(path);
+    ssize_t n = readlinkat(state()->backing_fd, rel(path), buf, size - 1);
+    if (n < 0)
+        return -errno;
+    buf[n] = '\0';
+    return 0;
+}
+
+static int sf_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+    int dirfd = state()->backing_fd;
+    int ret = S_ISFIFO(mode) ? mkfifoat(dirfd, rel(path), mode)
+                             : mknodat(dirfd, rel(path), mode, rdev);
+    return ret < 0 ? -errno : created_or_undo(path, 0);
+}
+
+static int sf_mkdir(const char *path, mode_t mode)
+{
+    if (mkdirat(state()->backing_fd, rel(path), mode) < 0)
+        return -errno;
+    return created_or_undo(path, 1);
+}
+
+static int sf_unlink(const char *path)
+{
+    return neg_errno(unlinkat(state()->backing_fd, rel(path), 0));
+}
+
+static int sf_rmdir(const char *path)
+{
+    return neg_errno(unlinkat(state()->backing_fd, rel(path), AT_REMOVEDIR));
+}
+
+static int sf_symlink(const char *target, const char *path)
+{
+    if (symlinkat(target, state()->backing_fd, rel(path)) < 0)
+        return -errno;
+    return created_or_undo(path, 0);
+}
+
+static int sf_rename(const char *from, const char *to, unsigned int flags)
+{
+    int dirfd = state()->backing_fd;
+    return neg_errno(renameat2(dirfd, rel(from), dirfd, rel(to), flags));
+}
+
+/* A hard link names an existing inode: its owner stays as it is. */
+static int sf_link(const char *from, const char *to)
+{
+    int dirfd = state()->backing_fd;
+    return neg_errno(linkat(dirfd, rel(from), dirfd, rel(to), 0));
+}
+
+static int sf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    if (fi)
+        return neg_errno(fchmod(file_of(fi)->fd, mode));
+    return neg_errno(fchmodat(state()->backing_fd, rel(path), mode, 0));
+}
+
+static int sf_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    if (fi)
+        return neg_errno(fchown(file_of(fi)->fd, uid, gid));
+    return neg_errno(fchownat(state()->backing_fd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+
+static int sf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    if (fi)
+        return neg_errno(ftruncate(file_of(fi)->fd, size));
+    int fd = openat(state()->backing_fd, rel(path), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int ret = neg_errno(ftruncate(fd, size));
+    close(fd);
+    return ret;
+}
+
+static int sf_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    if (fi)
+        return neg_errno(futimens(file_of(fi)->fd, tv));
+    return neg_errno(utimensat(state()->backing_fd, rel(path), tv, AT_SYMLINK_NOFOLLOW));
+}
+
+/* Wraps a backing descriptor as an open file. kernel_cache: data stays cached across opens,
+ * so a warm run is warm (without it FUSE drops a file's pages on every open). */
+static int attach_file(int fd, struct fuse_file_info *fi)
+{
+    struct stat st;
+    struct open_file *of = malloc(sizeof *of);
+    if (!of || fstat(fd, &st) < 0) {
+        int err = of ? errno : ENOMEM;
+        free(of);
+        close(fd);
+        return -err;
+    }
+    of->fd = fd;
+    of->first_disk = st.st_ino;
+    fi->fh = (uintptr_t)of;
+    fi->keep_cache = 1;
+    return 0;
+}
+
+static int sf_open(const char *path, struct fuse_file_info *fi)
+{
+    int fd = openat(state()->backing_fd, rel(path), (fi->flags & ~O_NOFOLLOW) | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    return attach_file(fd, fi);
+}
+
+/* Creates exclusively first, so that only a file this call really created changes owner. */
+static int sf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    int dirfd = state()->backing_fd;
+    int flags = (fi->flags & ~O_NOFOLLOW) | O_CLOEXEC;
+    int fd = openat(dirfd, rel(path), flags | O_CREAT | O_EXCL, mode);
+    if (fd < 0 && errno == EEXIST && !(flags & O_EXCL))
+        return sf_open(path, fi);
+    if (fd < 0)
+        return -errno;
+    int ret = created_or_undo(path, 0);
+    if (ret < 0) {
+        close(fd);
+        return ret;
+    }
+    return attach_file(fd, fi);
+}
+
+/* The data read: the backing read happens first, while the modelled time runs, so the
+ * backing disk's own latency hides inside the model's instead of adding to it. */
+static int sf_read(const char *path, char *buf, size_t size, off_t offset,
+                   struct fuse_file_info *fi)
+{
+    double arrival = device_now();
+    struct open_file *of = file_of(fi);
+    ssize_t n = pread(of->fd, buf, size, offset);
+    if (n < 0)
+        return -errno;
+    device_read(state()->device, of->first_disk, (uint64_t)offset, (uint64_t)n,
+                requester_class(), arrival);
+    return (int)n;
+}
+
+static int sf_write(const char *path, const char *buf, size_t size, off_t offset,
+                    struct fuse_file_info *fi)
+{
+    ssize_t n = pwrite(file_of(fi)->fd, buf, size, offset);
+    if (n < 0)
+        return -errno;
+    device_count_write(state()->device, (uint64_t)n);
+    return (int)n;
+}
+
+static int sf_statfs(const char *path, struct statvfs *st)
+{
+    return neg_errno(fstatvfs(state()->backing_fd, st));
+}
+
+/* close(2) of one of the caller's descriptors: closing a duplicate of ours gives the backing
+ * file system the same chance to report write errors and drop POSIX locks. */
+static int sf_flush(const char *path, struct fuse_file_info *fi)
+{
+    int fd = dup(file_of(fi)->fd);
+    if (fd < 0)
+        return -errno;
+    return neg_errno(close(fd));
+}
+
+static int sf_release(const char *path, struct fuse_file_info *fi)
+{
+    struct open_file *of = file_of(fi);
+    close(of->fd);
+    free(of);
+    return 0;
+}
+
+static int sf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    int fd = file_of(fi)->fd;
+    return neg_errno(datasync ? fdatasync(fd) : fsync(fd));
+}
+
+/* Extended attributes have no *at(2) calls in glibc: they use the backing path. */
+static int backing_path(const char *path, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s%s", state()->backing, path);
+    return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int sf_setxattr(const char *path, const char *name, const char *value, size_t size,
+                       int flags)
+{
+    char full[PATH_MAX];
+    int ret = backing_path(path, full, sizeof full);
+    return ret ? ret : neg_errno(lsetxattr(full, name, value, size, flags));
+}
+
+/* Answers a stats request: size 0 asks for the length, as getxattr(2) does. */
+static int reply_stats(char *text, char *value, size_t size)
+{
+    if (!text)
+        return -ENOMEM;
+    size_t len = strlen(text);
+    int ret = (int)len;
+    if (len > 65536)
+        ret = -E2BIG;
+    else if (size && size < len)
+        ret = -ERANGE;
+    else if (size)
+        memcpy(value, text, len);
+    free(text);
+    return ret;
+}
+
+static int sf_getxattr(const char *path, const char *name, char *value, size_t size)
+{
+    if (strcmp(path, "/") == 0 && strcmp(name, SLOWFS_STATS_XATTR) == 0)
+        return reply_stats(device_stats_json(state()->device), value, size);
+    if (strcmp(path, "/") == 0 && strcmp(name, SLOWFS_TABLE_XATTR) == 0)
+        return reply_stats(device_stats_table(state()->device), value, size);
+    char full[PATH_MAX];
+    int ret = backing_path(path, full, sizeof full);
+    if (ret)
+        return ret;
+    ssize_t n = lgetxattr(full, name, value, size);
+    return n < 0 ? -errno : (int)n;
+}
+
+static int sf_listxattr(const char *path, char *list, size_t size)
+{
+    char full[PATH_MAX];
+    int ret = backing_path(path, full, sizeof full);
+    if (ret)
+        return ret;
+    ssize_t n = llistxattr(full, list, size);
+    return n < 0 ? -errno : (int)n;
+}
+
+static int sf_removexattr(const char *path, const char *name)
+{
+    char full[PATH_MAX];
+    int ret = backing_path(path, full, sizeof full);
+    return ret ? ret : neg_errno(lremovexattr(full, name));
+}
+
+static int sf_opendir(const char *path, struct fuse_file_info *fi)
+{
+    metadata_cost(path);
+    int fd = openat(state()->backing_fd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct open_dir *od = calloc(1, sizeof *od);
+    if (!od || !(od->dir = fdopendir(fd))) {
+        int err = od ? errno : ENOMEM;
+        free(od);
+        close(fd);
+        return -err;
+    }
+    fi->fh = (uintptr_t)od;
+    return 0;
+}
+
+/* Fills in what the kernel caches for an entry: with READDIRPLUS the whole stat, so a tree
+ * walk (grep -r over thousands of files) needs no separate lookup per name. */
+static enum fuse_fill_dir_flags describe(struct open_dir *od, const struct dirent *e,
+                                         enum fuse_readdir_flags flags, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    if ((flags & FUSE_READDIR_PLUS) &&
+        fstatat(dirfd(od->dir), e->d_name, st, AT_SYMLINK_NOFOLLOW) == 0)
+        return FUSE_FILL_DIR_PLUS;
+    st->st_ino = e->d_ino;
+    st->st_mode = (mode_t)DTTOIF(e->d_type);
+    return 0;
+}
+
+static int sf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t offset,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    struct open_dir *od = dir_of(fi);
+    if (offset != od->offset) {
+        seekdir(od->dir, offset);
+        od->pending = NULL;
+        od->offset = offset;
+    }
+    for (;;) {
+        if (!od->pending) {
+            errno = 0;
+            od->pending = readdir(od->dir);
+            if (!od->pending)
+                return -errno;
+        }
+        struct stat st;
+        enum fuse_fill_dir_flags fill_flags = describe(od, od->pending, flags, &st);
+        off_t next = od->pending->d_off;
+        if (fill(buf, od->pending->d_name, &st, next, fill_flags))
+            return 0; /* the kernel's buffer is full: hand this entry out next time */
+        od->pending = NULL;
+        od->offset = next;
+    }
+}
+
+static int sf_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    struct open_dir *od = dir_of(fi);
+    closedir(od->dir);
+    free(od);
+    return 0;
+}
+
+static int sf_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    int fd = dirfd(dir_of(fi)->dir);
+    return neg_errno(datasync ? fdatasync(fd) : fsync(fd));
+}
+
+static int sf_access(const char *path, int mask)
+{
+    return neg_errno(faccessat(state()->backing_fd, rel(path), mask, AT_SYMLINK_NOFOLLOW));
+}
+
+static int sf_fallocate(const char *path, int mode, off_t offset, off_t len,
+                        struct fuse_file_info *fi)
+{
+    return neg_errno(fallocate(file_of(fi)->fd, mode, offset, len));
+}
+
+static off_t sf_lseek(const char *path, off_t off, int whence, struct fuse_file_info *fi)
+{
+    off_t ret = lseek(file_of(fi)->fd, off, whence);
+    return ret < 0 ? -errno : ret;
+}
+
+const struct fuse_operations slowfs_operations = {
+    .init = sf_init,
+    .getattr = sf_getattr,
+    .readlink = sf_readlink,
+    .mknod = sf_mknod,
+    .mkdir = sf_mkdir,
+    .unlink = sf_unlink,
+    .rmdir = sf_rmdir,
+    .symlink = sf_symlink,
+    .rename = sf_rename,
+    .link = sf_link,
+    .chmod = sf_chmod,
+    .chown = sf_chown,
+    .truncate = sf_truncate,
+    .utimens = sf_utimens,
+    .open = sf_open,
+    .create = sf_create,
+    .read = sf_read,
+    .write = sf_write,
+    .statfs = sf_statfs,
+    .flush = sf_flush,
+    .release = sf_release,
+    .fsync = sf_fsync,
+    .setxattr = sf_setxattr,
+    .getxattr = sf_getxattr,
+    .listxattr = sf_listxattr,
+    .removexattr = sf_removexattr,
+    .opendir = sf_opendir,
+    .readdir = sf_readdir,
+    .releasedir = sf_releasedir,
+    .fsyncdir = sf_fsyncdir,
+    .access = sf_access,
+    .fallocate = sf_fallocate,
+    .lseek = sf_lseek,
+};

@@ -1,0 +1,26 @@
+/* The FUSE file system: a passthrough of the backing directory whose data reads (and, if
+ * configured, metadata operations) are served through the emulated device. */
+#ifndef SLOWFS_PASSTHROUGH_H
+#define SLOWFS_PASSTHROUGH_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+
+#include "device.h"
+
+/* Extended attributes of the mount root through which a running slowfs reports its
+ * statistics: no file appears in the tree (grep -r would read it) and no socket is needed. */
+#define SLOWFS_STATS_XATTR "user.specx.slowfs.stats"
+#define SLOWFS_TABLE_XATTR "user.specx.slowfs.stats.table"
+
+struct slowfs_state {
+    int backing_fd;          /* the backing directory; every operation is relative to it */
+    const char *backing;     /* its absolute path, for the few calls that lack an *at form */
+    struct device *device;
+    unsigned max_background; /* asynchronous requests the kernel may have in flight */
+};
+
+/* The operations; fuse_new() takes the state as private data. */
+extern const struct fuse_operations slowfs_operations;
+
+#endif

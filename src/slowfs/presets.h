@@ -1,0 +1,44 @@
+/* Named device configurations (`--preset`), in the units people type on the command line. */
+#ifndef SLOWFS_PRESETS_H
+#define SLOWFS_PRESETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* A device in command-line units: KiB, milliseconds, MB/s (10^6 bytes per second). */
+struct slowfs_config {
+    unsigned disks;
+    uint64_t stripe_kb;
+    double latency_ms;
+    double jitter_pct;
+    double bandwidth_mbps;      /* per disk */
+    double bus_mbps;            /* shared by all disks; 0 = unlimited */
+    double metadata_latency_ms; /* 0 = metadata operations are free */
+    bool priority;              /* serve IDLE-class requests only when a disk is free */
+    uint64_t seed;              /* jitter generator seed */
+};
+
+struct preset {
+    const char *name;
+    const char *summary;
+    struct slowfs_config config;
+};
+
+#define PRESET_DEFAULT "paper2003"
+
+/* The table, terminated by an entry whose name is NULL. */
+extern const struct preset presets[];
+
+/* The preset called name, or NULL. */
+const struct preset *preset_find(const char *name);
+
+/* Writes "a, b, c" (every preset's name) into buf, for error messages and --help. */
+void preset_list(char *buf, size_t size);
+
+/* The device in model units (bytes, seconds, bytes per second). */
+struct model_params config_model_params(const struct slowfs_config *c);
+
+#endif

@@ -1,0 +1,49 @@
+/* The device's statistics and their two renderings: JSON for programs (the bench harness
+ * diffs snapshots, so every counter is cumulative) and a table for people. */
+#ifndef SLOWFS_STATS_H
+#define SLOWFS_STATS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "model.h"
+#include "presets.h"
+
+/* Data reads of one class. A request's response time (arrival to last byte) is split into
+ * service (the modelled service time of the piece that finished last) and queue wait (the
+ * rest), so (queue_wait_s + service_s) / requests is the mean response time. */
+struct class_stats {
+    uint64_t requests;
+    uint64_t bytes;
+    double queue_wait_s;
+    double service_s;
+};
+
+struct slowfs_stats {
+    struct class_stats classes[2]; /* indexed by enum model_class */
+    uint64_t metadata_requests;    /* metadata operations given --metadata-latency-ms */
+    double metadata_s;             /* their response time */
+    uint64_t write_requests;       /* writes pass through unmodelled; counted for reference */
+    uint64_t write_bytes;
+};
+
+/* Everything a rendering shows. */
+struct stats_snapshot {
+    const char *preset;
+    struct slowfs_config config;
+    pid_t pid;
+    double uptime_s;
+    struct slowfs_stats counters;
+    unsigned ndisks;
+    const struct model_disk_stats *disks;
+};
+
+/* Adds one finished data read to the counters. */
+void stats_count_read(struct slowfs_stats *s, enum model_class class, uint64_t bytes,
+                      double response_s, double service_s);
+
+/* Renderings as malloc'd strings (NULL if out of memory). */
+char *stats_json(const struct stats_snapshot *snap);
+char *stats_table(const struct stats_snapshot *snap);
+
+#endif

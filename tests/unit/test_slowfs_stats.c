@@ -1,0 +1,91 @@
+/* Unit tests of the slowfs statistics (src/slowfs/stats.c): accounting and the JSON fields
+ * the bench harness depends on. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "presets.h"
+#include "stats.h"
+
+static int failures;
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                       \
+        }                                                                     \
+    } while (0)
+
+static void test_count_read_splits_response(void)
+{
+    struct slowfs_stats s = { 0 };
+    stats_count_read(&s, MODEL_REGULAR, 4096, 0.030, 0.012);
+    stats_count_read(&s, MODEL_REGULAR, 8192, 0.012, 0.012);
+    stats_count_read(&s, MODEL_IDLE, 100, 0.5, 0.1);
+    const struct class_stats *r = &s.classes[MODEL_REGULAR], *i = &s.classes[MODEL_IDLE];
+    CHECK(r->requests == 2 && r->bytes == 12288);
+    CHECK(fabs(r->service_s - 0.024) < 1e-12 && fabs(r->queue_wait_s - 0.018) < 1e-12);
+    CHECK(i->requests == 1 && i->bytes == 100 && fabs(i->queue_wait_s - 0.4) < 1e-12);
+}
+
+static struct stats_snapshot sample(struct model_disk_stats *disks)
+{
+    struct stats_snapshot snap = {
+        .preset = "paper2003",
+        .config = preset_find("paper2003")->config,
+        .pid = 1234,
+        .uptime_s = 2.5,
+        .ndisks = 4,
+        .disks = disks,
+    };
+    disks[2] = (struct model_disk_stats){ .requests = 7, .bytes = 28672, .busy_s = 0.0847 };
+    stats_count_read(&snap.counters, MODEL_REGULAR, 28672, 0.1, 0.0847);
+    return snap;
+}
+
+static void test_json_fields(void)
+{
+    struct model_disk_stats disks[4] = { { 0 } };
+    struct stats_snapshot snap = sample(disks);
+    char *j = stats_json(&snap);
+    CHECK(j != NULL);
+    static const char *const expect[] = {
+        "{\"preset\": \"paper2003\", \"model\": {\"disks\": 4, \"stripe_kb\": 64, "
+        "\"latency_ms\": 12, \"jitter_pct\": 0, \"bandwidth_mbps\": 40, \"bus_mbps\": 40, "
+        "\"metadata_latency_ms\": 0, \"priority\": true",
+        "\"pid\": 1234", "\"uptime_s\": 2.500000", "\"requests\": 1, \"bytes\": 28672",
+        "\"classes\": {\"regular\": {\"requests\": 1, \"bytes\": 28672, "
+        "\"queue_wait_s\": 0.015300, \"service_s\": 0.084700}, \"idle\": {\"requests\": 0",
+        "\"disks\": [{\"requests\": 0, \"bytes\": 0, \"busy_s\": 0.000000}, {",
+        "{\"requests\": 7, \"bytes\": 28672, \"busy_s\": 0.084700}",
+        "\"writes\": {\"requests\": 0, \"bytes\": 0}}",
+    };
+    for (size_t i = 0; j && i < sizeof expect / sizeof expect[0]; i++)
+        if (!strstr(j, expect[i])) {
+            fprintf(stderr, "missing %s in %s\n", expect[i], j);
+            failures++;
+        }
+    free(j);
+}
+
+static void test_table_mentions_every_disk(void)
+{
+    struct model_disk_stats disks[4] = { { 0 } };
+    struct stats_snapshot snap = sample(disks);
+    char *t = stats_table(&snap);
+    CHECK(t && strstr(t, "paper2003: 4 disks") && strstr(t, "regular") && strstr(t, "idle"));
+    CHECK(t && strstr(t, "\n3 "));
+    free(t);
+}
+
+int main(void)
+{
+    test_count_read_splits_response();
+    test_json_fields();
+    test_table_mentions_every_disk();
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}
