@@ -1,0 +1,277 @@
+/* specx-run: runs an unmodified program under the preload runtime libspecx.so, which lets a
+ * sandboxed speculative copy of it run ahead while it waits for the disk and turns the reads
+ * the copy would block on into prefetches (Fraser & Chang 2003). Everything the program sees
+ * passes through: arguments, environment (plus LD_PRELOAD), standard streams, signals, exit
+ * status. When it ends, the statistics its processes kept are reported. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "horizon.h"
+#include "paths.h"
+#include "run_report.h"
+#include "run_stats.h"
+#include "util.h"
+
+struct options {
+    bool report;
+    const char *json;
+    bool speculation;
+    unsigned horizon;
+    bool verbose;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "Usage: specx run [OPTIONS] [--] COMMAND [ARGS...]\n"
+        "\n"
+        "Run COMMAND with speculative pre-execution: when it is about to wait for data\n"
+        "that is not in memory, a sandboxed copy of it runs ahead and prefetches what it\n"
+        "will read next.\n"
+        "\n"
+        "Options:\n"
+        "  -r, --report      print I/O stall and prefetch statistics to stderr at the end\n"
+        "  -j, --json FILE   write the same statistics as JSON to FILE ('-': stdout)\n"
+        "  -n, --no-spec     interpose and count, but never speculate (a baseline)\n"
+        "  -H, --horizon N   at most N prefetches ahead of the program (1-%u, default %u)\n"
+        "  -v, --verbose     the runtime reports speculation events on stderr\n"
+        "  -h, --help        show this help\n"
+        "  -V, --version     show the version\n"
+        "\n"
+        "The exit status is COMMAND's; 126/127 if it cannot be run. See specx-run(1).\n",
+        SPECX_HORIZON_MAX, SPECX_HORIZON_DEFAULT);
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    static const struct option longopts[] = {
+        { "report", no_argument, NULL, 'r' },   { "json", required_argument, NULL, 'j' },
+        { "no-spec", no_argument, NULL, 'n' },  { "horizon", required_argument, NULL, 'H' },
+        { "verbose", no_argument, NULL, 'v' },  { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },  { NULL, 0, NULL, 0 },
+    };
+    *o = (struct options){ .speculation = true, .horizon = SPECX_HORIZON_DEFAULT };
+    int c;
+    uint64_t v;
+    /* '+': options end at COMMAND, whose own options are its business. */
+    while ((c = getopt_long(argc, argv, "+rj:nH:vhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r': o->report = true; break;
+        case 'j': o->json = optarg; break;
+        case 'n': o->speculation = false; break;
+        case 'v': o->verbose = true; break;
+        case 'H':
+            if (!specx_parse_u64(optarg, 1, SPECX_HORIZON_MAX, &v))
+                specx_die(2, "invalid horizon '%s' (expected 1-%u)", optarg, SPECX_HORIZON_MAX);
+            o->horizon = (unsigned)v;
+            break;
+        case 'h': usage(stdout); exit(0);
+        case 'V': printf("specx run %s\n", SPECX_VERSION); exit(0);
+        default:
+            fprintf(stderr, "Try 'specx run --help'.\n");
+            exit(2);
+        }
+    }
+    if (optind >= argc)
+        specx_die(2, "no command given; see 'specx run --help'");
+    return optind;
+}
+
+/* ---- the command's environment ---- */
+
+static void set_preload(const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    if (!old || !*old) {
+        setenv("LD_PRELOAD", lib, 1);
+        return;
+    }
+    size_t n = strlen(lib) + strlen(old) + 2;
+    char *both = malloc(n);
+    if (!both)
+        _exit(126);
+    snprintf(both, n, "%s:%s", lib, old); /* ours first; an existing preload is kept */
+    setenv("LD_PRELOAD", both, 1);
+}
+
+static void prepare_environment(const struct options *o, const char *lib, const char *stats)
+{
+    char horizon[16];
+    snprintf(horizon, sizeof horizon, "%u", o->horizon);
+    /* The dispatcher's variables are for specx's own components, not the command. */
+    unsetenv(SPECX_EXE_ENV);
+    unsetenv(SPECX_PATH_ENV);
+    set_preload(lib);
+    setenv(SPECX_STATS_ENV, stats, 1);
+    setenv("SPECX_HORIZON", horizon, 1);
+    if (!o->speculation)
+        setenv("SPECX_DISABLE", "1", 1);
+    if (o->verbose)
+        setenv("SPECX_VERBOSE", "1", 1);
+}
+
+/* ---- running the command ---- */
+
+static volatile sig_atomic_t command_pid;
+
+/* Signals someone sent to specx run go to the command. Those the terminal generates
+ * (si_code > 0) reached the command already: it is in the same process group. */
+static void forward_signal(int sig, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    if (command_pid > 0 && info->si_code <= 0)
+        kill(command_pid, sig);
+}
+
+static void forward_signals(void)
+{
+    static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
+                                SIGWINCH, SIGCONT };
+    struct sigaction sa = { .sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* In the forked child: exec the command; report errno through the close-on-exec pipe. */
+static _Noreturn void exec_command(char **argv, int report_fd)
+{
+    execvp(argv[0], argv);
+    int err = errno;
+    if (write(report_fd, &err, sizeof err) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+/* Like a shell: 127 when the command is not found, 126 when it cannot be executed. */
+static int exec_failure(const char *cmd, int err)
+{
+    if (err == ENOENT && !strchr(cmd, '/')) {
+        specx_warn("%s: command not found", cmd);
+        return 127;
+    }
+    specx_warn("%s: %s", cmd, strerror(err));
+    return err == ENOENT ? 127 : 126;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs the command; fills exit status or signal. Returns -1 if it could not be started
+ * (after saying why), with the status a shell would give in *failure. */
+static int run_command(char **argv, const struct options *o, const char *lib,
+                       const char *stats, struct run_result *r, int *failure)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        specx_die(126, "cannot create a pipe: %s", strerror(errno));
+    uint64_t t0 = now_ns();
+    pid_t pid = fork();
+    if (pid < 0)
+        specx_die(126, "cannot fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(pipefd[0]);
+        prepare_environment(o, lib, stats);
+        exec_command(argv, pipefd[1]);
+    }
+    command_pid = pid;
+    close(pipefd[1]);
+    int err = 0;
+    ssize_t n;
+    while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    close(pipefd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    r->elapsed_ns = now_ns() - t0;
+    command_pid = 0;
+    if (n == (ssize_t)sizeof err) {
+        *failure = exec_failure(argv[0], err);
+        return -1;
+    }
+    r->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return 0;
+}
+
+/* ---- reports and the final status ---- */
+
+static void write_reports(const struct options *o, const struct run_result *r)
+{
+    if (o->report)
+        run_report_table(stderr, r);
+    if (!o->json)
+        return;
+    if (strcmp(o->json, "-") == 0) {
+        run_report_json(stdout, r);
+        fflush(stdout);
+        return;
+    }
+    FILE *f = fopen(o->json, "w");
+    if (!f) {
+        specx_warn("cannot write %s: %s", o->json, strerror(errno));
+        return;
+    }
+    run_report_json(f, r);
+    if (fclose(f) != 0)
+        specx_warn("cannot write %s: %s", o->json, strerror(errno));
+}
+
+/* specx run dies of the signal that killed the command, without a core dump of its own. */
+static _Noreturn void die_like(int sig)
+{
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+int main(int argc, char **argv)
+{
+    specx_set_progname("specx run");
+    struct options o;
+    int first = parse_options(argc, argv, &o);
+    char **cmd = argv + first;
+
+    char lib[PATH_MAX], stats[PATH_MAX];
+    if (specx_find_component("libspecx.so", lib, sizeof lib) < 0)
+        specx_die(127, "libspecx.so is not installed");
+    if (run_stats_create(stats, sizeof stats) < 0)
+        specx_die(126, "cannot create the statistics file: %s", strerror(errno));
+
+    forward_signals();
+    struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon };
+    int failure;
+    if (run_command(cmd, &o, lib, stats, &r, &failure) < 0) {
+        run_stats_remove(stats);
+        return failure;
+    }
+    if (run_stats_load(stats, &r.stats) < 0)
+        specx_warn("cannot read the statistics: %s", strerror(errno));
+    run_stats_remove(stats);
+    write_reports(&o, &r);
+    run_stats_free(&r.stats);
+    if (r.signal)
+        die_like(r.signal);
+    return r.exit_status;
+}

@@ -1,0 +1,179 @@
+#include "run_report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static double seconds(uint64_t ns) { return (double)ns / 1e9; }
+
+static double percent(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* ---- human table ---- */
+
+static void print_command(FILE *out, char *const *argv)
+{
+    for (size_t i = 0; argv[i]; i++)
+        fprintf(out, "%s%s", i ? " " : "", argv[i]);
+}
+
+static void print_outcome(FILE *out, const struct run_result *r)
+{
+    if (r->signal)
+        fprintf(out, "killed by signal %d (%s)", r->signal, strsignal(r->signal));
+    else
+        fprintf(out, "exit status %d", r->exit_status);
+}
+
+static void print_processes(FILE *out, const struct run_stats *s)
+{
+    fprintf(out, "  %-8s %-24s %10s %10s %11s %10s %6s\n", "pid", "program", "stalls",
+            "stall s", "prefetches", "unused", "syncs");
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct specx_stats_slot *p = &s->procs[i];
+        const char *name = strrchr(p->argv0, '/') ? strrchr(p->argv0, '/') + 1 : p->argv0;
+        fprintf(out, "  %-8d %-24.24s %10" PRIu64 " %10.3f %11" PRIu64 " %10" PRIu64
+                " %6" PRIu64 "%s\n", p->pid, name, p->stalls, seconds(p->stall_ns),
+                p->spec_prefetches, run_stats_unused(p), p->sync_attempts,
+                (p->flags & SPECX_SLOT_THREADED) ? "  (threads: no speculation)" : "");
+    }
+}
+
+void run_report_table(FILE *out, const struct run_result *r)
+{
+    const struct specx_stats_slot *t = &r->stats.total;
+    double share = run_stats_complete_share(t);
+    fprintf(out, "specx run: ");
+    print_command(out, r->argv);
+    fprintf(out, "\n  ");
+    print_outcome(out, r);
+    fprintf(out, ", speculation %s, horizon %u\n\n", r->speculation ? "on" : "off", r->horizon);
+    fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
+    fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "I/O stalls of normal execution",
+            t->stalls, seconds(t->stall_ns));
+    fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "  waits on reads still in flight",
+            t->inflight_waits, seconds(t->inflight_wait_ns));
+    fprintf(out, "  %-40s %12" PRIu64 "  %.1f MiB", "speculative prefetches",
+            t->spec_prefetches, (double)t->spec_bytes / 1048576.0);
+    if (share >= 0)
+        fprintf(out, ", %.1f%% complete before the program asked", 100.0 * share);
+    fprintf(out, "\n  %-40s %12" PRIu64 "  %.1f%% (%" PRIu64 " evicted before use)\n",
+            "unused speculative prefetches", run_stats_unused(t),
+            percent(run_stats_unused(t), t->spec_prefetches), t->spec_evicted);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " completed, %.3f s\n",
+            "synchronizations (attempts)", t->sync_attempts, t->sync_completed,
+            seconds(t->sync_ns));
+    fprintf(out, "  %-40s %12" PRIu64 "  minor faults (getrusage), an upper bound\n",
+            "copy-on-write faults of the program", t->minflt);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " ended, %" PRIu64 " could not be sandboxed\n",
+            "speculative processes created", t->spec_created, t->spec_ended, t->spec_failed);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",
+            "readahead switches", t->fadv_random + t->fadv_normal, t->fadv_random,
+            t->fadv_normal);
+    fprintf(out, "  %-40s %12zu\n", "processes", r->stats.nprocs);
+    if (r->stats.lost)
+        fprintf(out, "  %-40s %12u\n", "processes not counted (table full)", r->stats.lost);
+    fprintf(out, "  %-40s %12s  %.3f s\n", "elapsed", "", seconds(r->elapsed_ns));
+    if (r->stats.nprocs > 1) {
+        fputc('\n', out);
+        print_processes(out, &r->stats);
+    }
+}
+
+/* ---- JSON ---- */
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static const struct {
+    uint32_t flag;
+    const char *name;
+} flag_names[] = {
+    { SPECX_SLOT_NO_SPEC, "no_spec" },
+    { SPECX_SLOT_THREADED, "threaded" },
+    { SPECX_SLOT_SANDBOX_FAILED, "sandbox_failed" },
+    { SPECX_SLOT_NO_CACHESTAT, "no_cachestat" },
+    { SPECX_SLOT_ENDED, "ended" },
+};
+
+static void json_flags(FILE *out, uint32_t flags)
+{
+    fprintf(out, "\"flags\": [");
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
+        if (flags & flag_names[i].flag) {
+            fprintf(out, "%s\"%s\"", sep, flag_names[i].name);
+            sep = ", ";
+        }
+    fputc(']', out);
+}
+
+/* Every counter, then the derived figures of Table 2. */
+static void json_counters(FILE *out, const struct specx_stats_slot *s, const char *indent)
+{
+#define SPECX_JSON(name, doc) fprintf(out, "%s\"" #name "\": %" PRIu64 ",\n", indent, s->name);
+    SPECX_COUNTERS(SPECX_JSON)
+#undef SPECX_JSON
+    double share = run_stats_complete_share(s);
+    fprintf(out, "%s\"unused_prefetches\": %" PRIu64 ",\n", indent, run_stats_unused(s));
+    if (share >= 0)
+        fprintf(out, "%s\"complete_share\": %.4f,\n", indent, share);
+    else
+        fprintf(out, "%s\"complete_share\": null,\n", indent);
+}
+
+static void json_process(FILE *out, const struct specx_stats_slot *p)
+{
+    fprintf(out, "    {\n      \"pid\": %d,\n      \"ppid\": %d,\n      \"argv0\": ", p->pid,
+            p->ppid);
+    json_string(out, p->argv0);
+    fprintf(out, ",\n");
+    json_counters(out, p, "      ");
+    fprintf(out, "      \"elapsed_ns\": %" PRIu64 ",\n      ",
+            p->end_ns > p->start_ns ? p->end_ns - p->start_ns : 0);
+    json_flags(out, p->flags);
+    fprintf(out, "\n    }");
+}
+
+void run_report_json(FILE *out, const struct run_result *r)
+{
+    fprintf(out, "{\n  \"command\": [");
+    for (size_t i = 0; r->argv[i]; i++) {
+        fprintf(out, "%s", i ? ", " : "");
+        json_string(out, r->argv[i]);
+    }
+    fprintf(out, "],\n");
+    if (r->signal)
+        fprintf(out, "  \"exit_status\": null,\n  \"signal\": %d,\n", r->signal);
+    else
+        fprintf(out, "  \"exit_status\": %d,\n  \"signal\": null,\n", r->exit_status);
+    fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
+            r->speculation ? "true" : "false", r->horizon);
+    fprintf(out, "  \"elapsed_ns\": %" PRIu64 ",\n  \"elapsed_s\": %.6f,\n", r->elapsed_ns,
+            seconds(r->elapsed_ns));
+    fprintf(out, "  \"stall_s\": %.6f,\n", seconds(r->stats.total.stall_ns));
+    fprintf(out, "  \"processes_not_counted\": %u,\n", r->stats.lost);
+    fprintf(out, "  \"total\": {\n    \"processes\": %zu,\n", r->stats.nprocs);
+    json_counters(out, &r->stats.total, "    ");
+    fprintf(out, "    ");
+    json_flags(out, r->stats.total.flags);
+    fprintf(out, "\n  },\n  \"processes\": [\n");
+    for (size_t i = 0; i < r->stats.nprocs; i++) {
+        json_process(out, &r->stats.procs[i]);
+        fprintf(out, "%s\n", i + 1 < r->stats.nprocs ? "," : "");
+    }
+    fprintf(out, "  ]\n}\n");
+}

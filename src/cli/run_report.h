@@ -1,0 +1,24 @@
+/* specx run's reports: a human table in the spirit of Fraser & Chang 2003, Table 2
+ * (--report, on stderr) and the same figures as JSON (--json FILE), per process and in total. */
+#ifndef SPECX_RUN_REPORT_H
+#define SPECX_RUN_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "run_stats.h"
+
+struct run_result {
+    char *const *argv;     /* the command */
+    int exit_status;       /* when it exited, else -1 */
+    int signal;            /* the signal that killed it, else 0 */
+    uint64_t elapsed_ns;
+    bool speculation;      /* false with --no-spec */
+    unsigned horizon;
+    struct run_stats stats;
+};
+
+void run_report_table(FILE *out, const struct run_result *r);
+void run_report_json(FILE *out, const struct run_result *r);
+
+#endif

@@ -1,0 +1,31 @@
+/* What specx-run learns from the statistics file when the command has ended. */
+#ifndef SPECX_RUN_STATS_H
+#define SPECX_RUN_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats_layout.h"
+
+struct run_stats {
+    struct specx_stats_slot *procs; /* one per program image that ran with the runtime */
+    size_t nprocs;
+    uint32_t lost;                  /* processes that found the file full */
+    struct specx_stats_slot total;  /* counters summed over procs */
+};
+
+/* Creates a statistics file in a new private directory; path receives its name. */
+int run_stats_create(char *path, size_t size);
+/* Reads it (a snapshot: leftover processes may still be counting). */
+int run_stats_load(const char *path, struct run_stats *out);
+/* Removes the file and its directory. */
+void run_stats_remove(const char *path);
+void run_stats_free(struct run_stats *s);
+
+/* Derived figures of Table 2. */
+uint64_t run_stats_unused(const struct specx_stats_slot *s);
+/* Share of used prefetches that were complete when the program asked, or -1 if none. */
+double run_stats_complete_share(const struct specx_stats_slot *s);
+
+#endif

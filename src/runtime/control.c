@@ -1,0 +1,112 @@
+#include "control.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "horizon.h"
+
+/* Parked processes re-check the time bound this often even if nobody wakes them. */
+#define PARK_RECHECK_NS (100ull * 1000000ull)
+
+static void futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+    struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
+    syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+static void futex_wake(uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+struct specx_control *specx_control_create(void)
+{
+    void *p = mmap(NULL, sizeof(struct specx_control), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void specx_log_prefetch(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
+                        uint64_t len, uint64_t now_ns)
+{
+    uint32_t seq = ctl->issued;
+    struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+    *rec = (struct specx_prefetch_record){ seq, dev, ino, off, len, now_ns, 0 };
+    __atomic_store_n(&ctl->issued, seq + 1, __ATOMIC_RELEASE);
+}
+
+static bool record_overlaps(const struct specx_prefetch_record *rec, uint64_t dev, uint64_t ino,
+                            uint64_t off, uint64_t len)
+{
+    return rec->dev == dev && rec->ino == ino && rec->off < off + len && off < rec->off + rec->len;
+}
+
+unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
+                           uint64_t len)
+{
+    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    uint32_t lowest = issued > SPECX_LOG_WINDOW ? issued - SPECX_LOG_WINDOW : 0;
+    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_RELAXED);
+    unsigned consumed = 0;
+    for (uint32_t seq = issued; seq-- > lowest;) {
+        struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        if (rec->seq != seq || rec->consumed || !record_overlaps(rec, dev, ino, off, len))
+            continue;
+        rec->consumed = 1;
+        consumed++;
+        /* The program reached this prefetch: the ones issued before it are behind it too. */
+        if (seq + 1 > passed)
+            passed = seq + 1;
+    }
+    if (consumed) {
+        __atomic_store_n(&ctl->passed, passed, __ATOMIC_RELEASE);
+        if (__atomic_load_n(&ctl->parked, __ATOMIC_ACQUIRE))
+            futex_wake(&ctl->passed);
+    }
+    return consumed;
+}
+
+void specx_log_restart(struct specx_control *ctl)
+{
+    __atomic_store_n(&ctl->passed, __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+}
+
+void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon)
+{
+    for (;;) {
+        uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
+        uint32_t outstanding = ctl->issued - passed;
+        uint64_t age = outstanding
+            ? specx_now_ns() - ctl->log[passed % SPECX_LOG_SIZE].time_ns : 0;
+        if (!specx_horizon_should_park(outstanding, age, horizon))
+            return;
+        __atomic_store_n(&ctl->parked, 1, __ATOMIC_RELEASE);
+        futex_wait(&ctl->passed, passed, PARK_RECHECK_NS);
+        __atomic_store_n(&ctl->parked, 0, __ATOMIC_RELEASE);
+    }
+}
+
+void specx_control_report_ready(struct specx_control *ctl, uint32_t value)
+{
+    __atomic_store_n(&ctl->ready, value, __ATOMIC_RELEASE);
+    futex_wake(&ctl->ready);
+}
+
+uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
+                                  uint64_t timeout_ns)
+{
+    uint64_t deadline = specx_now_ns() + timeout_ns;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE);
+        uint64_t now = specx_now_ns();
+        if (seen == generation || seen == SPECX_READY_FAILED || now >= deadline)
+            return seen;
+        futex_wait(&ctl->ready, seen, deadline - now);
+    }
+}

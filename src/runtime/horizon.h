@@ -1,0 +1,28 @@
+/* The prefetch horizon (Fraser & Chang 2003 §4.1.3, after Patterson et al.): a speculative
+ * process may not prefetch further ahead than this, in count and in time. Measured here: an
+ * unbounded child queued the program's own reads behind thousands of prefetches, and idle page
+ * cache is reclaimed within about 10 s, so a prefetch that lands too early is wasted. */
+#ifndef SPECX_HORIZON_H
+#define SPECX_HORIZON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SPECX_HORIZON_DEFAULT 64u
+#define SPECX_HORIZON_MAX 256u
+/* A prefetch the program has not reached after this long is probably wasted already; do not
+ * add more until it catches up (well under the ~10 s reclaim time measured here). */
+#define SPECX_HORIZON_MAX_AGE_NS (3ull * 1000000000ull)
+
+/* Should the speculative process stop and wait before issuing another prefetch, given how
+ * many of its prefetches are outstanding (not yet reached by the program) and how old the
+ * oldest of them is? */
+static inline bool specx_horizon_should_park(uint32_t outstanding, uint64_t oldest_age_ns,
+                                             uint32_t horizon)
+{
+    if (outstanding >= horizon)
+        return true;
+    return outstanding > 0 && oldest_age_ns > SPECX_HORIZON_MAX_AGE_NS;
+}
+
+#endif

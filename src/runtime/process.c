@@ -1,0 +1,147 @@
+/* The program's process life cycle as it concerns its speculative process: a forked child
+ * is a new program with its own statistics and, later, its own speculative process; an exec
+ * ends the image (kill and reap the speculative process first: it would survive exec); a
+ * second thread ends speculation (a clone of one thread of a multi-threaded program could
+ * deadlock on locks other threads hold, so we do not try). */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "real.h"
+#include "runtime.h"
+#include "spec.h"
+#include "stats.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static void on_fork_child(void)
+{
+    if (specx.role == SPECX_ROLE_NORMAL)
+        specx_start_process();
+}
+
+__attribute__((constructor)) static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*start)(void *), void *arg)
+{
+    if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed)
+        specx_disable_speculation(SPECX_SLOT_THREADED);
+    return REAL(pthread_create)(thread, attr, start, arg);
+}
+
+/* Only the process that owns the state acts: a vfork child shares it but is not it. */
+static bool owns_state(void)
+{
+    return specx.role == SPECX_ROLE_NORMAL && getpid() == specx.pid;
+}
+
+static void before_exec(void)
+{
+    if (!owns_state())
+        return;
+    specx_spec_stop();
+    specx_stats_finish(specx.slot);
+}
+
+static int after_failed_exec(int ret)
+{
+    if (owns_state())
+        specx_stats_resume(specx.slot);
+    return ret;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    before_exec();
+    return after_failed_exec(REAL(execve)(path, argv, envp));
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    before_exec();
+    return after_failed_exec(REAL(execv)(path, argv));
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    before_exec();
+    return after_failed_exec(REAL(execvp)(file, argv));
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    before_exec();
+    return after_failed_exec(REAL(execvpe)(file, argv, envp));
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    before_exec();
+    return after_failed_exec(REAL(fexecve)(fd, argv, envp));
+}
+
+/* The execl family: collect the variable arguments into an argv, then as execv*. */
+static char **collect_args(const char *arg0, va_list ap, char ***envp_out)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = arg0 ? 1 : 0;
+    while (arg0 && va_arg(count, char *))
+        n++;
+    va_end(count);
+    char **argv = malloc((n + 1) * sizeof *argv);
+    if (!argv)
+        return NULL;
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *); /* the last one read is the terminating NULL */
+    argv[n] = NULL;
+    if (envp_out)
+        *envp_out = va_arg(ap, char **);
+    return argv;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = collect_args(arg, ap, NULL);
+    va_end(ap);
+    if (!argv)
+        return -1;
+    int ret = execv(path, argv);
+    free(argv);
+    return ret;
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = collect_args(arg, ap, NULL);
+    va_end(ap);
+    if (!argv)
+        return -1;
+    int ret = execvp(file, argv);
+    free(argv);
+    return ret;
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **envp;
+    char **argv = collect_args(arg, ap, &envp);
+    va_end(ap);
+    if (!argv)
+        return -1;
+    int ret = execve(path, argv, envp);
+    free(argv);
+    return ret;
+}

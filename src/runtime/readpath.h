@@ -1,0 +1,55 @@
+/* The read path shared by every interposed read function. In the program (normal process) it
+ * is the hottest code specx has: one fstat, one lseek when the call uses the file offset, one
+ * cachestat, two vDSO clock reads. In the speculative process every read becomes
+ * prefetch.c's emulation. */
+#ifndef SPECX_READPATH_H
+#define SPECX_READPATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+enum specx_read_action {
+    SPECX_READ_PASS,    /* not ours to look at: call the real function, nothing else */
+    SPECX_READ_ACCOUNT, /* call the real function between specx_read_begin and _end */
+    SPECX_READ_EMULATE, /* speculative process: call specx_prefetch_read instead */
+};
+
+struct specx_read {
+    int fd;
+    bool miss;        /* data not in memory: an I/O stall */
+    bool skip;        /* emulate as a prefetch already issued (the read that created us) */
+    unsigned used;    /* speculative prefetches this read consumed while resident */
+    uint64_t off, len; /* file range, clamped to EOF */
+    uint64_t t0;
+};
+
+/* off < 0: the call reads at the file offset. */
+enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const struct iovec *iov,
+                                        int iovcnt, off_t off);
+void specx_read_end(const struct specx_read *r);
+
+/* Speculative process: performs the read as a prefetch (§4.1.2). */
+ssize_t specx_prefetch_read(const struct specx_read *r, const struct iovec *iov, int iovcnt,
+                            off_t off);
+
+/* The body of every read wrapper: CALL is the real function's call expression. */
+#define SPECX_READ_WRAPPER(fd, iov, iovcnt, off, CALL)                                        \
+    do {                                                                                       \
+        struct specx_read specx_r_;                                                            \
+        switch (specx_read_begin(&specx_r_, (fd), (iov), (iovcnt), (off))) {                   \
+        case SPECX_READ_PASS:                                                                  \
+            return CALL;                                                                       \
+        case SPECX_READ_EMULATE:                                                               \
+            return specx_prefetch_read(&specx_r_, (iov), (iovcnt), (off));                     \
+        case SPECX_READ_ACCOUNT: {                                                             \
+            ssize_t specx_ret_ = CALL;                                                         \
+            specx_read_end(&specx_r_);                                                         \
+            return specx_ret_;                                                                 \
+        }                                                                                      \
+        }                                                                                      \
+        return CALL;                                                                           \
+    } while (0)
+
+#endif

@@ -1,0 +1,67 @@
+#include "residency.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* cachestat(2) arrived in Linux 6.5; the system headers may predate it. */
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct cachestat_range {
+    uint64_t off;
+    uint64_t len;
+};
+
+struct cachestat {
+    uint64_t nr_cache;
+    uint64_t nr_dirty;
+    uint64_t nr_writeback;
+    uint64_t nr_evicted;
+    uint64_t nr_recently_evicted;
+};
+
+static bool no_cachestat;
+
+bool specx_residency_fallback(void) { return no_cachestat; }
+
+/* mincore needs a mapping: map the range just long enough to ask. */
+static int64_t cached_pages_mincore(int fd, uint64_t off, uint64_t len)
+{
+    uint64_t start = off & ~(uint64_t)(SPECX_PAGE_SIZE - 1);
+    uint64_t pages = specx_pages_spanned(off, len);
+    size_t map_len = pages * SPECX_PAGE_SIZE;
+    void *map = mmap(NULL, map_len, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    if (map == MAP_FAILED)
+        return -1;
+    unsigned char vec[256];
+    int64_t cached = 0;
+    for (uint64_t done = 0; done < pages; done += sizeof vec) {
+        uint64_t n = pages - done < sizeof vec ? pages - done : sizeof vec;
+        if (mincore((char *)map + done * SPECX_PAGE_SIZE, n * SPECX_PAGE_SIZE, vec) < 0) {
+            cached = -1;
+            break;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            cached += vec[i] & 1;
+    }
+    munmap(map, map_len);
+    return cached;
+}
+
+int64_t specx_cached_pages(int fd, uint64_t off, uint64_t len)
+{
+    if (!no_cachestat) {
+        struct cachestat_range range = { off, len };
+        struct cachestat cs;
+        if (syscall(__NR_cachestat, fd, &range, &cs, 0) == 0)
+            return (int64_t)cs.nr_cache;
+        if (errno != ENOSYS)
+            return -1;
+        no_cachestat = true;
+    }
+    return cached_pages_mincore(fd, off, len);
+}

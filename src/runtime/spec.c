@@ -1,0 +1,150 @@
+#include "spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "residency.h"
+#include "runtime.h"
+#include "sandbox.h"
+
+#define PREFETCH_CHUNK (128u * 1024u)
+/* How long the program waits for a new speculative process to privatize its state before
+ * going on with its own read; it was already issued, so the wait hides in the disk's time. */
+#define READY_TIMEOUT_NS (20ull * 1000000ull)
+#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_WHO_PROCESS 1
+
+void specx_start_read(int fd, uint64_t off, uint64_t len)
+{
+    for (uint64_t done = 0; done < len; done += PREFETCH_CHUNK) {
+        uint64_t n = len - done < PREFETCH_CHUNK ? len - done : PREFETCH_CHUNK;
+        posix_fadvise(fd, (off_t)(off + done), (off_t)n, POSIX_FADV_WILLNEED);
+    }
+}
+
+/* Kills and reaps; the raw clone has exit signal 0, so only __WALL finds it. */
+static void reap_child(bool kill_it)
+{
+    if (kill_it)
+        kill(specx.child, SIGKILL);
+    while (waitpid(specx.child, NULL, __WALL) < 0 && errno == EINTR)
+        ;
+    specx.child = 0;
+    SPECX_COUNT(spec_ended, 1);
+}
+
+void specx_spec_stop(void)
+{
+    if (specx.child > 0 && getpid() == specx.pid)
+        reap_child(true);
+}
+
+/* A speculative process that ended by itself (it ran to the program's end, §4.1.3) is reaped
+ * at the next stall and replaced. */
+static bool child_still_running(void)
+{
+    if (specx.child <= 0)
+        return false;
+    if (waitpid(specx.child, NULL, WNOHANG | __WALL) == 0)
+        return true;
+    specx.child = 0;
+    SPECX_COUNT(spec_ended, 1);
+    return false;
+}
+
+/* In the new process: sever it from the program's life and give it only idle resources
+ * (§4.1.1, §4.1.3), then seal it in the sandbox before it runs any program code. */
+static void become_speculative(pid_t program)
+{
+    specx.role = SPECX_ROLE_SPEC;
+    specx.child = 0;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != program)
+        _exit(0);
+    /* Its own process group: terminal and job-control signals aimed at the program's group
+     * must not run the program's handlers a second time in here. */
+    setpgid(0, 0);
+    struct sched_param idle = { 0 };
+    sched_setscheduler(0, SCHED_IDLE, &idle);
+    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+    const struct specx_region keep[] = {
+        { specx.ctl, sizeof *specx.ctl },
+        { specx.slot, SPECX_STATS_PAGE },
+    };
+    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0]) < 0) {
+        specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
+        _exit(127);
+    }
+    specx_control_report_ready(specx.ctl, specx.ctl->generation);
+}
+
+/* Clones the program as it is now. Returns true in the speculative process. */
+static bool clone_speculative(void)
+{
+    struct specx_control *ctl = specx.ctl;
+    ctl->ready = 0;
+    if (++ctl->generation == SPECX_READY_FAILED || ctl->generation == 0)
+        ctl->generation = 1;
+    specx_log_restart(ctl);
+    /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
+     * pthread_atfork handlers of the program run for it. */
+    long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
+    if (pid == 0)
+        return true;
+    if (pid < 0)
+        return false;
+    specx.child = (pid_t)pid;
+    SPECX_COUNT(spec_created, 1);
+    return false;
+}
+
+/* Waits for the new process to be sandboxed: until then it shares the program's file
+ * offsets, so the program must not read yet. */
+static bool child_started(void)
+{
+    uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
+    if (seen != SPECX_READY_FAILED)
+        return true;
+    reap_child(false);
+    SPECX_COUNT(spec_failed, 1);
+    specx_disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
+    specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
+    return false;
+}
+
+bool specx_spec_on_stall(const struct specx_stall *stall)
+{
+    if (!specx.spec_allowed || getpid() != specx.pid)
+        return false;
+    if (!specx.ctl && !(specx.ctl = specx_control_create())) {
+        specx_disable_speculation(0);
+        return false;
+    }
+    /* Start the program's own read first, so that what follows hides in the disk's time. */
+    specx_start_read(stall->fd, stall->off, stall->len);
+    uint64_t t0 = specx_now_ns();
+    bool sync = child_still_running();
+    if (sync) {
+        SPECX_COUNT(sync_attempts, 1);
+        reap_child(true);
+    }
+    pid_t program = getpid();
+    if (clone_speculative()) {
+        become_speculative(program);
+        return true;
+    }
+    bool started = specx.child > 0 && child_started();
+    if (sync) {
+        SPECX_COUNT(sync_completed, started);
+        SPECX_COUNT(sync_ns, specx_now_ns() - t0);
+    }
+    return false;
+}

@@ -1,0 +1,19 @@
+/* This process's slot in the statistics file of `specx run` (stats_layout.h). */
+#ifndef SPECX_STATS_H
+#define SPECX_STATS_H
+
+#include "stats_layout.h"
+
+/* Remembers the file named by SPECX_STATS (the program may change its environment later). */
+void specx_stats_init(void);
+
+/* Claims and fills a fresh slot for this process image (at start and in a forked child).
+ * Without a statistics file, or when it is full, counts go to a private slot. */
+struct specx_stats_slot *specx_stats_claim(void);
+
+/* Records the end of this program image (exit, or just before exec). */
+void specx_stats_finish(struct specx_stats_slot *slot);
+/* An exec that failed: the image goes on. */
+void specx_stats_resume(struct specx_stats_slot *slot);
+
+#endif

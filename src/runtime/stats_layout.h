@@ -1,0 +1,71 @@
+/* Layout of the statistics file shared by every process of a `specx run` and by specx-run,
+ * which creates it, passes its path in SPECX_STATS, and reads it when the command ends.
+ * Each process claims one page-sized slot by atomic increment and maps only that page
+ * MAP_SHARED, so counters are live: they survive a process killed without warning.
+ * The figures are those of Fraser & Chang 2003, Table 2. */
+#ifndef SPECX_STATS_LAYOUT_H
+#define SPECX_STATS_LAYOUT_H
+
+#include <stdint.h>
+
+#define SPECX_STATS_ENV "SPECX_STATS"
+#define SPECX_STATS_MAGIC 0x3174617473786570ULL /* "pexstat1" */
+#define SPECX_STATS_PAGE 4096u
+#define SPECX_STATS_MAX_SLOTS 1023u
+#define SPECX_STATS_FILE_SIZE ((SPECX_STATS_MAX_SLOTS + 1u) * SPECX_STATS_PAGE)
+
+/* Every counter, once: name (JSON key) and meaning. Updated with relaxed atomic adds by the
+ * normal process and, for the spec_* counters, by its speculative process. */
+#define SPECX_COUNTERS(X) \
+    X(reads,             "read calls on regular files checked for residency") \
+    X(stalls,            "I/O stalls: reads of data that was not in memory") \
+    X(stall_ns,          "time blocked in those reads, including synchronization") \
+    X(inflight_waits,    "reads of data in memory but still arriving (took > 0.5 ms)") \
+    X(inflight_wait_ns,  "time blocked in those reads") \
+    X(spec_prefetches,   "speculative prefetches issued") \
+    X(spec_bytes,        "bytes covered by speculative prefetches") \
+    X(spec_used,         "speculative prefetches the program read while still in memory") \
+    X(spec_complete,     "of those, prefetches complete when the program asked") \
+    X(spec_evicted,      "speculative prefetches evicted before the program read them") \
+    X(sync_attempts,     "synchronizations started (program stalled on data not prefetched)") \
+    X(sync_completed,    "synchronizations that produced a running speculative process") \
+    X(sync_ns,           "time spent synchronizing (hidden inside the stall)") \
+    X(spec_created,      "speculative processes created") \
+    X(spec_ended,        "speculative processes ended") \
+    X(spec_failed,       "speculative processes that could not enter the sandbox") \
+    X(fadv_random,       "descriptors switched to POSIX_FADV_RANDOM") \
+    X(fadv_normal,       "descriptors switched back to POSIX_FADV_NORMAL") \
+    X(minflt,            "minor page faults of the program (getrusage; includes copy-on-write)")
+
+/* Why speculation was off in a process (slot flags). */
+enum specx_slot_flag {
+    SPECX_SLOT_NO_SPEC = 1u << 0,      /* --no-spec or SPECX_DISABLE=1 */
+    SPECX_SLOT_THREADED = 1u << 1,     /* a second thread appeared: speculation stopped */
+    SPECX_SLOT_SANDBOX_FAILED = 1u << 2, /* the sandbox could not be entered */
+    SPECX_SLOT_NO_CACHESTAT = 1u << 3, /* residency through mincore (kernel without cachestat) */
+    SPECX_SLOT_ENDED = 1u << 4,        /* the program image ended (exit or exec) normally */
+};
+
+struct specx_stats_header {
+    uint64_t magic;
+    uint32_t max_slots;
+    uint32_t claimed; /* slots handed out so far (may exceed max_slots: overflow) */
+};
+
+struct specx_stats_slot {
+    int32_t pid;
+    int32_t ppid;
+    uint32_t flags;
+    uint32_t horizon;
+    uint64_t start_ns; /* CLOCK_MONOTONIC when this program image started */
+    uint64_t end_ns;   /* ... and ended; 0 if it was killed */
+    char argv0[128];
+#define SPECX_COUNTER_FIELD(name, doc) uint64_t name;
+    SPECX_COUNTERS(SPECX_COUNTER_FIELD)
+#undef SPECX_COUNTER_FIELD
+};
+
+_Static_assert(sizeof(struct specx_stats_header) <= SPECX_STATS_PAGE, "header fits a page");
+_Static_assert(sizeof(struct specx_stats_slot) <= SPECX_STATS_PAGE, "slot fits a page");
+
+#endif
