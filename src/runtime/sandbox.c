@@ -1,8 +1,55 @@
+/* Entering the speculative process's sandbox: the three restrictions of Fraser & Chang 2003,
+ * §4.1.1, in the order that makes each one safe to rely on. The second restriction (no
+ * parent/child relationship) is the runtime's: it clones with exit signal 0. */
 #include "sandbox.h"
+#include "privatize.h"
+#include "sandbox_filter.h"
+#include "sandbox_open_trap.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static pthread_once_t prepared = PTHREAD_ONCE_INIT;
+static int prepare_status;
+
+static void compile_filter(void)
+{
+    uint64_t cookie = specx_open_trap_choose_cookie();
+    prepare_status = cookie ? specx_filter_compile(cookie) : -EAGAIN;
+}
+
+int specx_sandbox_prepare(void)
+{
+    pthread_once(&prepared, compile_filter);
+    return prepare_status;
+}
+
+/* A crash of the speculative copy must not leave a core file or wake a core-dump handler:
+ * nobody may notice that it ran. */
+static int forbid_core_dumps(void)
+{
+    struct rlimit none = {0, 0};
+    if (setrlimit(RLIMIT_CORE, &none) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        return -errno;
+    return 0;
+}
 
 int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep)
 {
-    return -ENOSYS; /* placeholder until the sandbox lands: never speculate unsandboxed */
+    /* Normally done by the runtime in the parent; here only if it was not. */
+    int err = specx_filter_compiled() ? 0 : specx_sandbox_prepare();
+    if (err == 0)
+        err = forbid_core_dumps();
+    /* First restriction: file pointers copied, shared memory copy-on-write. */
+    if (err == 0)
+        err = specx_privatize_fds();
+    if (err == 0)
+        err = specx_privatize_mappings(keep, nkeep);
+    /* Third restriction: the system-call table, with its open trap handler in place first. */
+    if (err == 0)
+        err = specx_open_trap_install();
+    return err ? err : specx_filter_load(getpid());
 }

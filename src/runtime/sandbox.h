@@ -13,6 +13,12 @@ struct specx_region {
     size_t len;
 };
 
+/* Compiles the system-call filter, once, in the normal process (libseccomp allocates, which a
+ * child cloned from a multithreaded program must not do). Call it before the first speculative
+ * clone; specx_sandbox_enter calls it itself if nobody did. Idempotent.
+ * Returns 0 or -errno. */
+int specx_sandbox_prepare(void);
+
 /* Privatizes file offsets and shared mappings, neutralizes inherited pipes, sockets and
  * terminals, then installs the seccomp filter. Irreversible. Returns 0, or -errno when the
  * sandbox could not be completed: the caller must then _exit at once. */

@@ -1,0 +1,315 @@
+/* Private file offsets and copy-on-write mappings for the speculative process (§4.1.1, first
+ * restriction). See privatize.h. Only system calls here: the caller is a child cloned from a
+ * possibly multithreaded program, so malloc and stdio locks may be held by threads it lost. */
+#include "privatize.h"
+#include "proc_path.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+bool specx_safe_to_open(const struct stat *st)
+{
+    if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
+        return true;
+    /* Memory devices (major 1): null 3, zero 5, full 7, random 8, urandom 9. */
+    if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 1) {
+        unsigned int minor_nr = minor(st->st_rdev);
+        return minor_nr == 3 || minor_nr == 5 || minor_nr == 7 || minor_nr == 8 || minor_nr == 9;
+    }
+    return false;
+}
+
+/* --- descriptors --------------------------------------------------------------------------- */
+
+/* Flags of the original description that change what a read returns; the rest (write mode,
+ * O_APPEND) is moot in a process that cannot write. */
+#define READ_AFFECTING_FLAGS (O_DIRECT | O_NOATIME | O_NONBLOCK)
+
+/* A new, private, read-only description of the same file as FD, at the same offset;
+ * or -1 when there is none (the caller then uses /dev/null). */
+static int reopen_private(int fd, const struct stat *st)
+{
+    char path[SPECX_PROC_FD_PATH_MAX];
+    specx_proc_fd_path(path, fd);
+    int flags = fcntl(fd, F_GETFL);
+    int dir = S_ISDIR(st->st_mode) ? O_DIRECTORY : 0;
+    int copy = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | dir | (flags & READ_AFFECTING_FLAGS));
+    if (copy < 0)
+        return -1;
+    /* Directories too: getdents continues from the description's position. */
+    off_t offset = lseek(fd, 0, SEEK_CUR);
+    if (offset > 0 && lseek(copy, offset, SEEK_SET) != offset) {
+        close(copy);
+        return -1;
+    }
+    return copy;
+}
+
+/* Puts a private description (or /dev/null) at FD, keeping its number and close-on-exec flag. */
+static int privatize_fd(int fd, int devnull)
+{
+    struct stat st;
+    int fd_flags = fcntl(fd, F_GETFD);
+    int status_flags = fcntl(fd, F_GETFL);
+    if (fd_flags < 0 || status_flags < 0 || fstat(fd, &st) < 0)
+        return -errno;
+    /* An O_PATH descriptor has no offset and cannot read or write: nothing is shared. */
+    if (status_flags & O_PATH)
+        return 0;
+    int dup_flags = (fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
+    int copy = specx_safe_to_open(&st) ? reopen_private(fd, &st) : -1;
+    int ok = dup3(copy >= 0 ? copy : devnull, fd, dup_flags);
+    int err = errno;
+    if (copy >= 0)
+        close(copy);
+    return ok < 0 ? -err : 0;
+}
+
+/* Parses a decimal descriptor number; -1 for "." and "..". */
+static int parse_fd_name(const char *name)
+{
+    int fd = 0;
+    if (*name < '0' || *name > '9')
+        return -1;
+    for (; *name; name++)
+        fd = fd * 10 + (*name - '0');
+    return fd;
+}
+
+struct linux_dirent64 {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+int specx_privatize_fds(void)
+{
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0)
+        return -errno;
+    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        int err = -errno;
+        close(devnull);
+        return err;
+    }
+    /* Streaming is safe: every descriptor opened meanwhile is closed before the next read. */
+    char buf[4096] __attribute__((aligned(8)));
+    int err = 0;
+    long n;
+    while (err == 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+        for (long pos = 0; pos < n && err == 0;) {
+            struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + pos);
+            int fd = parse_fd_name(d->d_name);
+            if (fd >= 0 && fd != dir && fd != devnull)
+                err = privatize_fd(fd, devnull);
+            pos += d->d_reclen;
+        }
+    }
+    if (err == 0 && n < 0)
+        err = -errno;
+    close(dir);
+    close(devnull);
+    return err;
+}
+
+/* --- mappings ------------------------------------------------------------------------------ */
+
+struct mapping {
+    unsigned long start, end, offset, inode;
+    dev_t dev;
+    int prot;
+    bool shared;
+    const char *path; /* inside the maps buffer, NUL-terminated; "" for anonymous */
+};
+
+static unsigned long parse_hex(const char **p)
+{
+    unsigned long v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (unsigned long)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (unsigned long)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+static unsigned long parse_dec(const char **p)
+{
+    unsigned long v = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++)
+        v = v * 10 + (unsigned long)(**p - '0');
+    return v;
+}
+
+/* Parses one line of /proc/self/maps ("start-end perms offset maj:min inode   path"), which it
+ * NUL-terminates in place. Returns the start of the next line. */
+static char *parse_maps_line(char *line, struct mapping *m)
+{
+    char *eol = strchr(line, '\n');
+    if (eol)
+        *eol = '\0';
+    const char *p = line;
+    m->start = parse_hex(&p);
+    p++;
+    m->end = parse_hex(&p);
+    p++;
+    m->prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
+              (p[2] == 'x' ? PROT_EXEC : 0);
+    m->shared = p[3] == 's';
+    p += 5;
+    m->offset = parse_hex(&p);
+    p++;
+    unsigned int maj = (unsigned int)parse_hex(&p);
+    p++;
+    unsigned int min = (unsigned int)parse_hex(&p);
+    m->dev = makedev(maj, min);
+    p++;
+    m->inode = parse_dec(&p);
+    while (*p == ' ')
+        p++;
+    m->path = p;
+    return eol ? eol + 1 : line + strlen(line);
+}
+
+/* Reads all of /proc/self/maps into a fresh anonymous mapping (*BUF of *SIZE bytes) at once,
+ * so that remapping while parsing cannot shift the text under us. Returns the length or -errno. */
+static long read_maps(char **buf, size_t *size)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    *size = 1 << 18;
+    *buf = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t len = 0;
+    long err = *buf == MAP_FAILED ? -ENOMEM : 0;
+    while (err == 0) {
+        if (len + 1 == *size) {
+            char *bigger = mremap(*buf, *size, *size * 2, MREMAP_MAYMOVE);
+            if (bigger == MAP_FAILED) {
+                err = -ENOMEM;
+                break;
+            }
+            *buf = bigger;
+            *size *= 2;
+        }
+        ssize_t n = read(fd, *buf + len, *size - len - 1);
+        if (n < 0)
+            err = -errno;
+        else if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (err != 0) {
+        if (*buf != MAP_FAILED)
+            munmap(*buf, *size);
+        return err;
+    }
+    (*buf)[len] = '\0';
+    return (long)len;
+}
+
+/* Opens PATH read-only if it is the regular file mapped by M. It is looked at before it is
+ * opened: opening a device again runs its driver's open. Returns the descriptor or -1. */
+static int open_if_same_regular_file(const char *path, const struct mapping *m)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
+        st.st_dev != m->dev)
+        return -1;
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Opens the file behind mapping M, read-only: through /proc/self/map_files (works for deleted
+ * files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE), else by its
+ * path if that still names the same inode. Only regular files qualify (shmem objects are
+ * regular): a private mapping of a device or an anonymous inode (io_uring rings) could still
+ * reach the object, so those are copied instead. Returns the descriptor or -1. */
+static int open_mapped_file(const struct mapping *m)
+{
+    char map_file[SPECX_PROC_MAP_FILES_PATH_MAX];
+    specx_proc_map_files_path(map_file, m->start, m->end);
+    int fd = open_if_same_regular_file(map_file, m);
+    return fd >= 0 || m->path[0] != '/' ? fd : open_if_same_regular_file(m->path, m);
+}
+
+/* Copies [addr, addr+len) into a private anonymous mapping and moves that over the original:
+ * mremap replaces the range atomically, so no instant exists where the address is unmapped. */
+static int copy_over(unsigned long addr, size_t len, int prot)
+{
+    void *src = (void *)addr;
+    if (!(prot & PROT_READ) && mprotect(src, len, prot | PROT_READ) < 0)
+        return -errno;
+    void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED)
+        return -errno;
+    memcpy(copy, src, len);
+    if (mprotect(copy, len, prot) < 0 ||
+        mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, src) == MAP_FAILED) {
+        int err = -errno;
+        munmap(copy, len);
+        return err;
+    }
+    return 0;
+}
+
+/* Makes [start, end), a part of shared mapping M, private. A file-backed range is mapped again
+ * MAP_PRIVATE from the same file: no data is copied or read, the child sees the same page-cache
+ * pages until it writes (copy-on-write, exactly the paper's wording). */
+static int privatize_range(const struct mapping *m, unsigned long start, unsigned long end)
+{
+    int fd = open_mapped_file(m);
+    if (fd < 0)
+        return copy_over(start, end - start, m->prot);
+    void *at = mmap((void *)start, end - start, m->prot, MAP_PRIVATE | MAP_FIXED, fd,
+                    (off_t)(m->offset + (start - m->start)));
+    close(fd);
+    return at == MAP_FAILED ? copy_over(start, end - start, m->prot) : 0;
+}
+
+/* Privatizes [start, end) of M minus the KEEP regions (the runtime's control region stays
+ * shared: it is how the child reports its prefetches). */
+static int privatize_outside(const struct mapping *m, unsigned long start, unsigned long end,
+                             const struct specx_region *keep, size_t nkeep)
+{
+    unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < nkeep; i++) {
+        /* Whole pages: a mapping is shared or private page by page. */
+        unsigned long ks = (unsigned long)keep[i].addr & ~(page - 1);
+        unsigned long ke = ((unsigned long)keep[i].addr + keep[i].len + page - 1) & ~(page - 1);
+        if (ks < end && ke > start) {
+            int err = ks > start ? privatize_outside(m, start, ks, keep, nkeep) : 0;
+            return err == 0 && ke < end ? privatize_outside(m, ke, end, keep, nkeep) : err;
+        }
+    }
+    return privatize_range(m, start, end);
+}
+
+int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    long len = read_maps(&buf, &size);
+    if (len < 0)
+        return (int)len;
+    int err = 0;
+    for (char *line = buf; err == 0 && *line;) {
+        struct mapping m;
+        line = parse_maps_line(line, &m);
+        if (m.shared)
+            err = privatize_outside(&m, m.start, m.end, keep, nkeep);
+    }
+    munmap(buf, size);
+    return err;
+}

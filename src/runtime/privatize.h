@@ -1,0 +1,35 @@
+/* The first of the paper's three restrictions on a speculative process (Fraser & Chang 2003,
+ * §4.1.1): "file pointers are instead copied, and write access to mapped files and shared memory
+ * segments is changed to copy-on-write access". A process made by clone/fork shares open file
+ * descriptions (offsets) and MAP_SHARED memory with its parent; these functions give the
+ * speculative copy its own.
+ *
+ * Everything here runs in the freshly cloned child, possibly of a multithreaded program whose
+ * other threads held locks at clone time: only system calls, no malloc, no stdio. */
+#ifndef SPECX_PRIVATIZE_H
+#define SPECX_PRIVATIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "sandbox.h"
+
+/* True for what a speculative process may open and read without anyone noticing: regular files,
+ * directories and the memory character devices (/dev/null, zero, full, random, urandom).
+ * Opening a FIFO wakes its writer, opening other devices can rewind tapes, start watchdogs or
+ * claim the device: those are side effects, so they are refused. */
+bool specx_safe_to_open(const struct stat *st);
+
+/* Gives every descriptor a private file description: files and directories are re-opened
+ * read-only at the same offset, everything else (pipes, sockets, terminals, event objects)
+ * becomes /dev/null, so the child can neither move the parent's offsets nor consume data that
+ * is meant for the parent. Descriptor numbers and close-on-exec flags stay the same.
+ * Returns 0 or -errno. */
+int specx_privatize_fds(void);
+
+/* Replaces every MAP_SHARED mapping except the KEEP regions with a private copy-on-write one at
+ * the same address with the same protection and the same content. Returns 0 or -errno. */
+int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep);
+
+#endif

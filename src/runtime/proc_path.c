@@ -1,0 +1,35 @@
+/* See proc_path.h. */
+#include "proc_path.h"
+
+#include <string.h>
+
+/* Appends V in BASE (10 or 16, lowercase) at P; returns the end. */
+static char *append_number(char *p, unsigned long v, unsigned int base)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = "0123456789abcdef"[v % base];
+        v /= base;
+    } while (v);
+    while (n)
+        *p++ = digits[--n];
+    return p;
+}
+
+void specx_proc_fd_path(char buf[SPECX_PROC_FD_PATH_MAX], int fd)
+{
+    static const char prefix[] = "/proc/self/fd/";
+    memcpy(buf, prefix, sizeof prefix - 1);
+    *append_number(buf + sizeof prefix - 1, (unsigned long)fd, 10) = '\0';
+}
+
+void specx_proc_map_files_path(char buf[SPECX_PROC_MAP_FILES_PATH_MAX], unsigned long start,
+                               unsigned long end)
+{
+    static const char prefix[] = "/proc/self/map_files/";
+    memcpy(buf, prefix, sizeof prefix - 1);
+    char *p = append_number(buf + sizeof prefix - 1, start, 16);
+    *p++ = '-';
+    *append_number(p, end, 16) = '\0';
+}

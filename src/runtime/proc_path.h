@@ -1,0 +1,17 @@
+/* /proc paths built without stdio: the sandbox formats them in a freshly cloned child and in a
+ * SIGSYS handler, where snprintf's locale machinery is not guaranteed safe. */
+#ifndef SPECX_PROC_PATH_H
+#define SPECX_PROC_PATH_H
+
+/* "/proc/self/fd/" + up to 10 digits + NUL */
+#define SPECX_PROC_FD_PATH_MAX 32
+/* "/proc/self/map_files/" + two 16-digit hex numbers + '-' + NUL */
+#define SPECX_PROC_MAP_FILES_PATH_MAX 64
+
+/* Writes "/proc/self/fd/FD" into buf. */
+void specx_proc_fd_path(char buf[SPECX_PROC_FD_PATH_MAX], int fd);
+/* Writes "/proc/self/map_files/START-END" (lowercase hex, as the kernel names them). */
+void specx_proc_map_files_path(char buf[SPECX_PROC_MAP_FILES_PATH_MAX], unsigned long start,
+                               unsigned long end);
+
+#endif
