@@ -1,0 +1,199 @@
+"""specx run: what the program sees passes through untouched (exit status, signals, standard
+streams, environment, children), and the statistics report what happened. No timing asserts:
+performance is the benchmarks' business."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from conftest import drop_caches, run_specx, slowfs_mount
+
+PY = sys.executable  # the interpreter itself, not a launcher script that forks and execs
+
+
+def run_json(tmp_path, *cmd, env=None, options=()):
+    """Runs `specx run --json FILE [options] -- cmd` and returns (CompletedProcess, report)."""
+    report = tmp_path / f"report-{uuid.uuid4().hex}.json"
+    proc = run_specx("run", "--json", report, *options, "--", *cmd, env=env)
+    return proc, json.loads(report.read_text())
+
+
+def python(code, *args):
+    return [PY, "-c", code, *map(str, args)]
+
+
+READ_ALL = "import sys\nfor p in sys.argv[1:]:\n    open(p, 'rb').read()\n"
+
+
+@pytest.fixture(scope="module")
+def cold_tree(tmp_path_factory):
+    """40 small files behind a slow device (slowfs, paper2003 preset)."""
+    base = tmp_path_factory.mktemp("run")
+    backing = base / "backing"
+    backing.mkdir()
+    for i in range(40):
+        (backing / f"f{i:02d}.txt").write_bytes(os.urandom(6000).hex().encode())
+    with slowfs_mount(backing, base / "mnt", "--preset", "paper2003") as mnt:
+        yield sorted(mnt.iterdir())
+
+
+# ---- command line ----
+
+def test_help_and_bad_usage(specx):
+    assert run_specx("run", "--help").returncode == 0
+    for args in (["--no-such-option", "true"], [], ["--horizon", "0", "true"],
+                 ["--horizon", "x", "true"]):
+        proc = run_specx("run", *args)
+        assert proc.returncode == 2
+        assert proc.stderr.startswith("specx run: ") or "Try 'specx run --help'" in proc.stderr
+
+
+# ---- pass-through semantics ----
+
+def test_exit_status_passes_through(specx):
+    assert run_specx("run", "--", "sh", "-c", "exit 7").returncode == 7
+    assert run_specx("run", "true").returncode == 0
+
+
+def test_command_not_found_is_127(specx):
+    proc = run_specx("run", "--", "specx-no-such-command-xyz")
+    assert proc.returncode == 127
+    assert proc.stderr == "specx run: specx-no-such-command-xyz: command not found\n"
+
+
+def test_not_executable_is_126(specx, tmp_path):
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    proc = run_specx("run", "--", script)
+    assert proc.returncode == 126
+    assert proc.stderr == f"specx run: {script}: Permission denied\n"
+
+
+def test_death_by_signal_is_reproduced(specx):
+    proc = run_specx("run", "--", "sh", "-c", "kill -USR1 $$")
+    assert proc.returncode == -signal.SIGUSR1
+
+
+def test_signal_sent_to_specx_reaches_the_command(specx, tmp_path):
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([specx, "run", "--", "sh", "-c",
+                             f"trap 'exit 42' TERM; touch {ready}; while :; do sleep 0.05; done"])
+    while not ready.exists():
+        assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 42
+
+
+def test_standard_streams_pass_through(specx):
+    proc = run_specx("run", "--", "sh", "-c", "cat; echo to-stderr >&2", input="to-stdin\n")
+    assert proc.stdout == "to-stdin\n"
+    assert proc.stderr == "to-stderr\n"
+
+
+def test_environment_passes_through_and_ld_preload_is_kept(specx):
+    other = "/lib/x86_64-linux-gnu/libdl.so.2"
+    if not os.path.exists(other):
+        pytest.skip("no libdl.so.2 to preload")
+    env = dict(os.environ, LD_PRELOAD=other, SPECX_TEST_MARK="kept",
+               SPECX_EXE="/x", SPECX_LIBEXEC_PATH="/y")
+    proc = run_specx("run", "--", "sh", "-c", "env; cat /proc/$$/maps", env=env)
+    lines = proc.stdout.splitlines()
+    assert "SPECX_TEST_MARK=kept" in lines
+    preload = next(l for l in lines if l.startswith("LD_PRELOAD="))
+    assert "libspecx.so" in preload and other in preload
+    assert "libspecx.so" in proc.stdout.split("LD_PRELOAD=", 1)[1] and "libdl.so.2" in proc.stdout
+    # the dispatcher's own variables are not the command's business
+    assert not any(l.startswith(("SPECX_EXE=", "SPECX_LIBEXEC_PATH=")) for l in lines)
+
+
+# ---- reports ----
+
+def test_report_and_json_shape(specx, tmp_path):
+    proc, report = run_json(tmp_path, "sh", "-c", "cat /etc/hostname >/dev/null; exit 3",
+                            options=["--report"])
+    assert proc.returncode == 3
+    assert "I/O stalls of normal execution" in proc.stderr
+    assert "speculative prefetches" in proc.stderr
+    assert report["exit_status"] == 3 and report["signal"] is None
+    assert report["command"] == ["sh", "-c", "cat /etc/hostname >/dev/null; exit 3"]
+    total = report["total"]
+    for key in ("stalls", "stall_ns", "spec_prefetches", "spec_bytes", "unused_prefetches",
+                "complete_share", "sync_attempts", "sync_completed", "sync_ns", "minflt",
+                "spec_created", "spec_ended", "processes"):
+        assert key in total
+    names = [os.path.basename(p["argv0"]) for p in report["processes"]]
+    assert names.count("sh") >= 1 and "cat" in names  # the forked and exec'd child counts too
+    assert total["processes"] == len(report["processes"])
+    assert total["reads"] == sum(p["reads"] for p in report["processes"]) >= 1
+    cat = next(p for p in report["processes"] if p["argv0"] == "cat")
+    assert "ended" in cat["flags"] and cat["reads"] >= 1 and cat["elapsed_ns"] > 0
+
+
+def test_threaded_program_stops_speculating(specx, tmp_path):
+    code = "import threading\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\n"
+    proc, report = run_json(tmp_path, *python(code))
+    assert proc.returncode == 0
+    assert "threaded" in report["total"]["flags"]
+
+
+# ---- cold data (root: slowfs, drop_caches) ----
+
+@pytest.mark.root
+def test_no_spec_counts_stalls_without_speculating(specx, tmp_path, cold_tree):
+    drop_caches()
+    proc, report = run_json(tmp_path, *python(READ_ALL, *cold_tree), options=["--no-spec"])
+    assert proc.returncode == 0
+    total = report["total"]
+    assert total["stalls"] >= len(cold_tree) and total["stall_ns"] > 0
+    assert total["spec_created"] == 0 and total["spec_prefetches"] == 0
+    assert report["speculation"] is False
+
+
+@pytest.mark.root
+def test_specx_disable_turns_speculation_off(specx, tmp_path, cold_tree):
+    drop_caches()
+    env = dict(os.environ, SPECX_DISABLE="1")
+    proc, report = run_json(tmp_path, *python(READ_ALL, *cold_tree), env=env)
+    assert proc.returncode == 0
+    assert report["total"]["stalls"] > 0 and report["total"]["spec_created"] == 0
+
+
+@pytest.mark.root
+def test_speculation_prefetches_a_cold_multi_file_read(specx, tmp_path, cold_tree):
+    drop_caches()
+    proc, report = run_json(tmp_path, "grep", "-c", "no-such-text-zq", *cold_tree)
+    assert proc.returncode == 1  # grep found nothing: its own status
+    total = report["total"]
+    assert total["stalls"] >= 1
+    assert total["spec_created"] >= 1 and total["spec_ended"] == total["spec_created"]
+    assert total["spec_prefetches"] > 0 and total["spec_bytes"] > 0
+    assert total["spec_failed"] == 0
+
+
+@pytest.mark.root
+def test_speculative_process_is_invisible_and_leaves_nothing(specx, tmp_path, cold_tree):
+    marker = f"specx-test-{uuid.uuid4().hex}"
+    code = READ_ALL + (
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n    os._exit(5)\n"
+        "got, status = os.wait()\n"
+        "assert got == pid and os.WEXITSTATUS(status) == 5, (got, pid)\n"
+        "try:\n    os.wait()\n    print('unexpected child')\n"
+        "except ChildProcessError:\n    print('only its own child')\n")
+    drop_caches()
+    proc, report = run_json(tmp_path, *python(code + f"# {marker}\n", *cold_tree))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "only its own child\n"
+    assert report["total"]["spec_created"] >= 1  # there was a speculative process to hide
+    # no speculative process (a copy of the program, same command line) outlives the run
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            assert marker.encode() not in cmdline.read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            pass
