@@ -256,9 +256,9 @@ def killer(seed):
 
     def run(proc):
         while proc.poll() is None:
-            time.sleep(rng.uniform(0.0005, 0.02))
+            time.sleep(rng.uniform(0.0002, 0.004))
             for pid in speculative_processes():
-                if rng.random() < 0.7:
+                if rng.random() < 0.5:
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
@@ -266,11 +266,14 @@ def killer(seed):
     return run
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=[p.stem for p in CORPUS])
-def test_killed_speculation_changes_nothing(env, case):
+CHAOS_CASES = [(p.stem, p.read_text()) for p in CORPUS] + [
+    (f"seed{seed}", generate(1000 + seed)) for seed in (range(100) if LONG else range(5))]
+
+
+@pytest.mark.parametrize("name,text", CHAOS_CASES, ids=[name for name, _ in CHAOS_CASES])
+def test_killed_speculation_changes_nothing(env, name, text):
     # Killing may happen before a copy exists: whether one was created is up to the timing.
-    assert_same(env, script_for(env, case.read_text()), during=killer(case.stem),
-                need_speculation=False)
+    assert_same(env, script_for(env, text), during=killer(name), need_speculation=False)
     deadline = time.monotonic() + 5
     while opvm_processes() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -32,11 +32,10 @@ bool specx_safe_to_open(const struct stat *st)
 
 /* A new, private, read-only description of the same file as FD, at the same offset;
  * or -1 when there is none (the caller then uses /dev/null). */
-static int reopen_private(int fd, const struct stat *st)
+static int reopen_private(int fd, const struct stat *st, int flags)
 {
     char path[SPECX_PROC_FD_PATH_MAX];
     specx_proc_fd_path(path, fd);
-    int flags = fcntl(fd, F_GETFL);
     int dir = S_ISDIR(st->st_mode) ? O_DIRECTORY : 0;
     int copy = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | dir | (flags & READ_AFFECTING_FLAGS));
     if (copy < 0)
@@ -62,7 +61,7 @@ static int privatize_fd(int fd, int devnull)
     if (status_flags & O_PATH)
         return 0;
     int dup_flags = (fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
-    int copy = specx_safe_to_open(&st) ? reopen_private(fd, &st) : -1;
+    int copy = specx_safe_to_open(&st) ? reopen_private(fd, &st, status_flags) : -1;
     int ok = dup3(copy >= 0 ? copy : devnull, fd, dup_flags);
     int err = errno;
     if (copy >= 0)
@@ -264,6 +263,16 @@ static int copy_over(unsigned long addr, size_t len, int prot)
     return 0;
 }
 
+/* Whether M maps a device: reading device memory (registers) can itself be a side effect, so
+ * such a mapping is not copied and the sandbox is refused instead. */
+static bool maps_device(const struct mapping *m)
+{
+    struct stat st;
+    return m->path[0] == '/' && stat(m->path, &st) == 0 &&
+           (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && st.st_ino == m->inode &&
+           st.st_dev == m->dev;
+}
+
 /* Makes [start, end), a part of shared mapping M, private. A file-backed range is mapped again
  * MAP_PRIVATE from the same file: no data is copied or read, the child sees the same page-cache
  * pages until it writes (copy-on-write, exactly the paper's wording). */
@@ -271,7 +280,7 @@ static int privatize_range(const struct mapping *m, unsigned long start, unsigne
 {
     int fd = open_mapped_file(m);
     if (fd < 0)
-        return copy_over(start, end - start, m->prot);
+        return maps_device(m) ? -EPERM : copy_over(start, end - start, m->prot);
     void *at = mmap((void *)start, end - start, m->prot, MAP_PRIVATE | MAP_FIXED, fd,
                     (off_t)(m->offset + (start - m->start)));
     close(fd);
