@@ -16,6 +16,7 @@ import pathlib
 import random
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 import tempfile
@@ -60,6 +61,10 @@ def env():
         (backing / name).write_bytes(rng.randbytes(48 * 1024))
     for i in range(3):
         (backing / "sub" / f"s{i}").write_bytes(rng.randbytes(4096))
+    with sqlite3.connect(backing / "lookup.db") as db:
+        db.execute("create table t (k integer primary key, v blob)")
+        db.executemany("insert into t values (?, ?)",
+                       ((k, rng.randbytes(400)) for k in range(20000)))
     template = top / "template"
     (template / "emptydir").mkdir(parents=True)
     (template / "olddir").mkdir()
@@ -76,7 +81,7 @@ def env():
 
 def make_cold(mnt):
     """Evicts the data files from the page cache: every first read stalls on the slow device."""
-    for path in [*(mnt / n for n in DATA_FILES), *(mnt / "sub").iterdir()]:
+    for path in [*(mnt / n for n in DATA_FILES), *(mnt / "sub").iterdir(), mnt / "lookup.db"]:
         fd = os.open(path, os.O_RDONLY)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
@@ -282,11 +287,29 @@ def test_killed_speculation_changes_nothing(env, name, text):
 
 # --- real programs ----------------------------------------------------------------------------
 
+# Random lookups in a read-only SQLite database on the slow device, results stored in a local
+# WAL database (shared-memory index, file locks) and printed.
+SQLITE_COPY = """
+import random, sqlite3
+src = sqlite3.connect("file:@DATA@/lookup.db?mode=ro&immutable=1", uri=True)
+dst = sqlite3.connect("out.db")
+dst.execute("pragma journal_mode=wal")
+dst.execute("create table r (k integer, v blob)")
+for k in random.Random(7).sample(range(20000), 60):
+    v = src.execute("select v from t where k = ?", (k,)).fetchone()[0]
+    dst.execute("insert into r values (?, ?)", (k, v))
+    dst.commit()
+    print(k, v[:8].hex())
+dst.close()
+"""
+
+
 @pytest.mark.parametrize("argv", [
     ["sh", "-c", "grep -rc a @DATA@ | sort > grep.out; echo $?"],
     ["sh", "-c", "cd @DATA@ && sha256sum d0* d1* | tee -a $OLDPWD/log.txt"],
     ["sh", "-c", "tar -C @DATA@ -cf - . | tar -C olddir -xf - && ls olddir | wc -l"],
-], ids=["grep", "sha256sum", "tar"])
+    ["python3", "-c", SQLITE_COPY],
+], ids=["grep", "sha256sum", "tar", "sqlite"])
 def test_real_program_behaves_the_same(env, argv):
     argv = [a.replace("@DATA@", str(env["mnt"])) for a in argv]
     assert_same(env, argv)
