@@ -1,6 +1,8 @@
 /* The speculative process's reads (Fraser & Chang 2003 §4.1.2): data in memory is copied,
  * data that is not becomes a non-blocking prefetch and its part of the buffer is left as it
- * was, the (private) file offset advances, and execution goes on without waiting. */
+ * was, the (private) file offset advances, and execution goes on without waiting.
+ * "In memory" means complete (mincore), not merely present (cachestat counts pages still
+ * being read): copying those would make this process wait for the disk like its program. */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,13 +13,14 @@
 #include "runtime.h"
 #include "spec.h"
 
-static bool page_resident(int fd, uint64_t off, uint64_t end)
-{
-    return specx_cached_pages(fd, off, end - off) > 0;
-}
+/* Pages whose state one mincore call reports (1 MiB). */
+#define STEP_PAGES 256u
+/* A prefetch covers at least this much (up to EOF), as the kernel's first readahead of a
+ * small read would: a slow device pays per request, and a 4 KiB stdio refill per request
+ * made the speculative process slower than the program's own readahead. */
+#define MIN_PREFETCH (32u * 1024u)
 
-/* Copies resident data; a page evicted meanwhile makes this block, which in here only costs
- * the speculative process time. */
+/* Copies data that is in memory and complete: this cannot block. */
 static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
 {
     while (len > 0) {
@@ -30,8 +33,15 @@ static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
     }
 }
 
-static void prefetch(int fd, const struct stat *st, uint64_t off, uint64_t len)
+/* Data not in memory: prefetch it, unless it is already on its way (the program's own read,
+ * kernel readahead, an earlier prefetch), which must not be waited for either. */
+static void fetch_missing(int fd, const struct stat *st, uint64_t off, uint64_t len)
 {
+    if (len < MIN_PREFETCH)
+        len = specx_clamp_to_eof(off, MIN_PREFETCH, (uint64_t)st->st_size);
+    int64_t cached = specx_cached_pages(fd, off, len);
+    if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len))
+        return;
     specx_horizon_wait(specx.ctl, specx.horizon);
     specx_start_read(fd, off, len);
     specx_log_prefetch(specx.ctl, st->st_dev, st->st_ino, off, len, specx_now_ns());
@@ -39,37 +49,43 @@ static void prefetch(int fd, const struct stat *st, uint64_t off, uint64_t len)
     SPECX_COUNT(spec_bytes, len);
 }
 
-/* End of the page holding off, or end if sooner. */
-static uint64_t page_end(uint64_t off, uint64_t end)
-{
-    uint64_t next = (off / SPECX_PAGE_SIZE + 1) * SPECX_PAGE_SIZE;
-    return next < end ? next : end;
-}
+static uint64_t page_start(uint64_t off) { return off & ~(uint64_t)(SPECX_PAGE_SIZE - 1); }
 
-/* Splits [off, off+len) into runs of resident and absent pages. */
-static void emulate_range(int fd, const struct stat *st, char *buf, uint64_t off, uint64_t len)
+/* One step of at most STEP_PAGES pages: runs of complete pages are copied, the rest fetched. */
+static void emulate_step(int fd, const struct stat *st, char *buf, uint64_t off, uint64_t end)
 {
-    int64_t cached = specx_cached_pages(fd, off, len);
-    if (cached == (int64_t)specx_pages_spanned(off, len)) {
-        copy_resident(fd, buf, off, len);
+    unsigned char vec[STEP_PAGES];
+    if (specx_uptodate_pages(fd, off, end - off, vec) < 0) {
+        copy_resident(fd, buf, off, end - off); /* cannot tell: read it (may block) */
         return;
     }
-    if (cached == 0) {
-        prefetch(fd, st, off, len);
-        return;
-    }
-    uint64_t end = off + len;
+    uint64_t first = page_start(off);
     while (off < end) {
-        bool resident = page_resident(fd, off, page_end(off, end));
-        uint64_t run_end = page_end(off, end);
-        while (run_end < end && page_resident(fd, run_end, page_end(run_end, end)) == resident)
-            run_end = page_end(run_end, end);
-        if (resident)
+        bool uptodate = vec[(off - first) / SPECX_PAGE_SIZE] & 1;
+        uint64_t run_end = page_start(off) + SPECX_PAGE_SIZE;
+        while (run_end < end && (vec[(run_end - first) / SPECX_PAGE_SIZE] & 1) == uptodate)
+            run_end += SPECX_PAGE_SIZE;
+        if (run_end > end)
+            run_end = end;
+        if (uptodate)
             copy_resident(fd, buf, off, run_end - off);
         else
-            prefetch(fd, st, off, run_end - off);
+            fetch_missing(fd, st, off, run_end - off);
         buf += run_end - off;
         off = run_end;
+    }
+}
+
+static void emulate_range(int fd, const struct stat *st, char *buf, uint64_t off, uint64_t len)
+{
+    uint64_t end = off + len;
+    while (off < end) {
+        uint64_t step_end = page_start(off) + STEP_PAGES * SPECX_PAGE_SIZE;
+        if (step_end > end)
+            step_end = end;
+        emulate_step(fd, st, buf, off, step_end);
+        buf += step_end - off;
+        off = step_end;
     }
 }
 

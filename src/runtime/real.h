@@ -32,6 +32,9 @@ struct specx_real {
     int (*underflow)(FILE *);
     ssize_t (*getdelim)(char **, size_t *, int, FILE *);
     ssize_t (*getline)(char **, size_t *, FILE *);
+    int (*fseek)(FILE *, long, int);
+    int (*fseeko)(FILE *, off_t, int);
+    int (*fseeko64)(FILE *, off_t, int);
     int (*execve)(const char *, char *const[], char *const[]);
     int (*execv)(const char *, char *const[]);
     int (*execvp)(const char *, char *const[]);

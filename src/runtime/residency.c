@@ -28,27 +28,35 @@ static bool no_cachestat;
 
 bool specx_residency_fallback(void) { return no_cachestat; }
 
-/* mincore needs a mapping: map the range just long enough to ask. */
-static int64_t cached_pages_mincore(int fd, uint64_t off, uint64_t len)
+/* mincore needs a mapping: map the range just long enough to ask. A private read-only
+ * mapping that nobody writes shows the page cache's pages, and is allowed in the sandbox. */
+int specx_uptodate_pages(int fd, uint64_t off, uint64_t len, unsigned char *vec)
 {
     uint64_t start = off & ~(uint64_t)(SPECX_PAGE_SIZE - 1);
-    uint64_t pages = specx_pages_spanned(off, len);
-    size_t map_len = pages * SPECX_PAGE_SIZE;
-    void *map = mmap(NULL, map_len, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    size_t map_len = specx_pages_spanned(off, len) * SPECX_PAGE_SIZE;
+    void *map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
     if (map == MAP_FAILED)
         return -1;
+    int ret = mincore(map, map_len, vec);
+    munmap(map, map_len);
+    return ret;
+}
+
+static int64_t cached_pages_mincore(int fd, uint64_t off, uint64_t len)
+{
     unsigned char vec[256];
     int64_t cached = 0;
-    for (uint64_t done = 0; done < pages; done += sizeof vec) {
-        uint64_t n = pages - done < sizeof vec ? pages - done : sizeof vec;
-        if (mincore((char *)map + done * SPECX_PAGE_SIZE, n * SPECX_PAGE_SIZE, vec) < 0) {
-            cached = -1;
-            break;
-        }
-        for (uint64_t i = 0; i < n; i++)
+    uint64_t end = off + len;
+    /* In steps of what vec covers; the first step starts at off, the next ones page-aligned. */
+    while (off < end) {
+        uint64_t step_end = (off & ~(uint64_t)(SPECX_PAGE_SIZE - 1)) + sizeof vec * SPECX_PAGE_SIZE;
+        uint64_t n = (step_end < end ? step_end : end) - off;
+        if (specx_uptodate_pages(fd, off, n, vec) < 0)
+            return -1;
+        for (uint64_t i = 0; i < specx_pages_spanned(off, n); i++)
             cached += vec[i] & 1;
+        off += n;
     }
-    munmap(map, map_len);
     return cached;
 }
 

@@ -32,6 +32,11 @@ static inline uint64_t specx_clamp_to_eof(uint64_t off, uint64_t len, uint64_t s
  * (pipe, socket, tty...): not a stall. */
 int64_t specx_cached_pages(int fd, uint64_t off, uint64_t len);
 
+/* Marks in vec (one byte per page of [off, off + len), bit 0) the pages whose data is in
+ * memory and complete, not merely being read: mincore(2) over a temporary private mapping.
+ * Returns 0, or -1 if the range cannot be mapped. */
+int specx_uptodate_pages(int fd, uint64_t off, uint64_t len, unsigned char *vec);
+
 /* True once cachestat(2) was found missing and mincore is used instead. */
 bool specx_residency_fallback(void);
 

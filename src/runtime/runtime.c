@@ -46,6 +46,9 @@ void specx_resolve_real(void)
     RESOLVE(underflow, "__underflow");
     RESOLVE(getdelim, "getdelim");
     RESOLVE(getline, "getline");
+    RESOLVE(fseek, "fseek");
+    RESOLVE(fseeko, "fseeko");
+    RESOLVE(fseeko64, "fseeko64");
     RESOLVE(execve, "execve");
     RESOLVE(execv, "execv");
     RESOLVE(execvp, "execvp");
@@ -99,6 +102,8 @@ void specx_start_process(void)
 {
     specx.pid = getpid();
     specx.child = 0;
+    memset(specx.dying, 0, sizeof specx.dying);
+    specx.backoff = specx.skip = 0;
     specx.ctl = NULL;
     specx.slot = specx_stats_claim();
     specx.slot->horizon = specx.horizon;

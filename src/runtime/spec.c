@@ -30,33 +30,79 @@ void specx_start_read(int fd, uint64_t off, uint64_t len)
     }
 }
 
-/* Kills and reaps; the raw clone has exit signal 0, so only __WALL finds it. */
-static void reap_child(bool kill_it)
+/* A speculative process that could not speed anything up is not re-created at once: each
+ * creation costs a fork and a sandbox, so after one that prefetched nothing the next
+ * 1, 2, 4 ... 64 stalls pass without speculation (a workload speculation cannot help must
+ * not pay for it at every stall). */
+#define MAX_BACKOFF 64u
+
+static void judge_child(void)
 {
-    if (kill_it)
-        kill(specx.child, SIGKILL);
-    while (waitpid(specx.child, NULL, __WALL) < 0 && errno == EINTR)
+    bool useful = specx.ctl->issued != specx.issued_at_start;
+    specx.backoff = useful ? 0 : (specx.backoff ? 2 * specx.backoff : 1);
+    if (specx.backoff > MAX_BACKOFF)
+        specx.backoff = MAX_BACKOFF;
+    specx.skip = specx.backoff;
+}
+
+static bool reaped(pid_t pid, int flags)
+{
+    pid_t got;
+    while ((got = waitpid(pid, NULL, flags | __WALL)) < 0 && errno == EINTR)
         ;
+    if (got == 0)
+        return false;
+    SPECX_COUNT(spec_ended, 1); /* reaped, or already gone (ECHILD) */
+    return true;
+}
+
+/* Reaps killed speculative processes that have died by now; with wait, all of them. */
+static void reap_dying(bool wait)
+{
+    for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
+        if (specx.dying[i] && reaped(specx.dying[i], wait ? 0 : WNOHANG))
+            specx.dying[i] = 0;
+}
+
+/* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
+ * the server already has dies only when the request completes (the kernel waits it out), and
+ * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it. */
+static void kill_child(void)
+{
+    pid_t pid = specx.child;
     specx.child = 0;
-    SPECX_COUNT(spec_ended, 1);
+    kill(pid, SIGKILL);
+    if (reaped(pid, WNOHANG))
+        return;
+    for (;;) {
+        for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
+            if (!specx.dying[i]) {
+                specx.dying[i] = pid;
+                return;
+            }
+        reap_dying(true);
+    }
 }
 
 void specx_spec_stop(void)
 {
-    if (specx.child > 0 && getpid() == specx.pid)
-        reap_child(true);
+    if (getpid() != specx.pid)
+        return;
+    if (specx.child > 0)
+        kill_child();
+    reap_dying(true);
 }
 
-/* A speculative process that ended by itself (it ran to the program's end, §4.1.3) is reaped
- * at the next stall and replaced. */
+/* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
+ * the garbage it read in place of data not in memory) is reaped at the next stall. */
 static bool child_still_running(void)
 {
     if (specx.child <= 0)
         return false;
-    if (waitpid(specx.child, NULL, WNOHANG | __WALL) == 0)
+    if (!reaped(specx.child, WNOHANG))
         return true;
     specx.child = 0;
-    SPECX_COUNT(spec_ended, 1);
+    judge_child();
     return false;
 }
 
@@ -94,6 +140,7 @@ static bool clone_speculative(void)
     if (++ctl->generation == SPECX_READY_FAILED || ctl->generation == 0)
         ctl->generation = 1;
     specx_log_restart(ctl);
+    specx.issued_at_start = ctl->issued;
     /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
      * pthread_atfork handlers of the program run for it. */
     long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
@@ -113,7 +160,8 @@ static bool child_started(void)
     uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
     if (seen != SPECX_READY_FAILED)
         return true;
-    reap_child(false);
+    reaped(specx.child, 0);
+    specx.child = 0;
     SPECX_COUNT(spec_failed, 1);
     specx_disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
     specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
@@ -128,13 +176,22 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         specx_disable_speculation(0);
         return false;
     }
+    reap_dying(false);
+    bool sync = child_still_running();
+    if (sync)
+        judge_child();
+    if (specx.skip > 0) {
+        specx.skip--;
+        if (sync)
+            kill_child(); /* diverged without prefetching anything: not worth a new copy */
+        return false;
+    }
     /* Start the program's own read first, so that what follows hides in the disk's time. */
     specx_start_read(stall->fd, stall->off, stall->len);
     uint64_t t0 = specx_now_ns();
-    bool sync = child_still_running();
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
-        reap_child(true);
+        kill_child();
     }
     pid_t program = getpid();
     if (clone_speculative()) {
