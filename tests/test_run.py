@@ -197,3 +197,39 @@ def test_speculative_process_is_invisible_and_leaves_nothing(specx, tmp_path, co
             assert marker.encode() not in cmdline.read_bytes()
         except (FileNotFoundError, ProcessLookupError):
             pass
+
+
+@pytest.fixture(scope="module")
+def cold_objects(tmp_path_factory):
+    """A few compiled objects behind a slow device: GNU ld reads them through stdio (fread,
+    fseek), the path glibc refills internally."""
+    base = tmp_path_factory.mktemp("ld")
+    backing = base / "backing"
+    backing.mkdir()
+    for i in range(6):
+        src = base / f"m{i}.c"
+        calls = "".join(f"f{j}();" for j in range(i))
+        decls = "".join(f"int f{j}(void);" for j in range(i))
+        src.write_text(f"{decls}\nint f{i}(void) {{ {calls} return {i}; }}\n"
+                       f"static const char table{i}[20000] = \"{'x' * 50}\";\n"
+                       f"const char *t{i}(void) {{ return table{i}; }}\n")
+        subprocess.run(["gcc", "-c", "-g", "-O0", "-o", backing / f"m{i}.o", src], check=True)
+    with slowfs_mount(backing, base / "mnt", "--preset", "paper2003") as mnt:
+        yield base, sorted(mnt.glob("*.o"))
+
+
+@pytest.mark.root
+def test_stdio_readers_get_the_same_result(specx, tmp_path, cold_objects, cold_tree):
+    base, objects = cold_objects
+    link = ["ld", "-r", "-o"]
+    subprocess.run([*link, tmp_path / "plain.o", *objects], check=True)
+    plain_sed = subprocess.run(["sed", "-n", "/[0-4]a/p", *cold_tree], capture_output=True,
+                               check=True).stdout
+    drop_caches()
+    proc, report = run_json(tmp_path, *link, tmp_path / "spec.o", *objects)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "spec.o").read_bytes() == (tmp_path / "plain.o").read_bytes()
+    assert report["total"]["stalls"] > 0  # ld's reads through fread/fseek were seen
+    drop_caches()
+    proc = run_specx("run", "--", "sed", "-n", "/[0-4]a/p", *cold_tree)
+    assert proc.returncode == 0 and proc.stdout.encode() == plain_sed

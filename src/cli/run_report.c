@@ -12,10 +12,20 @@ static double percent(uint64_t part, uint64_t whole)
 
 /* ---- human table ---- */
 
+/* The command, cut short: a command line of thousands of file names is not a title. */
+#define COMMAND_SHOWN 100
+
 static void print_command(FILE *out, char *const *argv)
 {
-    for (size_t i = 0; argv[i]; i++)
-        fprintf(out, "%s%s", i ? " " : "", argv[i]);
+    int shown = 0;
+    for (size_t i = 0; argv[i]; i++) {
+        int room = COMMAND_SHOWN - shown;
+        if (room <= 0 || (int)strlen(argv[i]) + (i ? 1 : 0) > room) {
+            fputs(" ...", out);
+            return;
+        }
+        shown += fprintf(out, "%s%s", i ? " " : "", argv[i]);
+    }
 }
 
 static void print_outcome(FILE *out, const struct run_result *r)

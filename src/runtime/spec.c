@@ -199,6 +199,9 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         return true;
     }
     bool started = specx.child > 0 && child_started();
+    if (started)
+        specx_log("pid %d: speculative process %d %s at fd %d offset %llu", specx.pid, specx.child,
+                  sync ? "synchronized" : "created", stall->fd, (unsigned long long)stall->off);
     if (sync) {
         SPECX_COUNT(sync_completed, started);
         SPECX_COUNT(sync_ns, specx_now_ns() - t0);
