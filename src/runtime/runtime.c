@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include "control.h"
 
 #include "horizon.h"
 #include "real.h"
@@ -100,6 +103,10 @@ static bool env_is_one(const char *name)
  * region yet (the inherited ones belong to the parent). Also run in a forked child. */
 void specx_start_process(void)
 {
+    if (specx.ctl)
+        munmap(specx.ctl, sizeof *specx.ctl); /* the parent's, inherited by fork */
+    if (specx.slot)
+        specx_stats_release(specx.slot);
     specx.pid = getpid();
     specx.child = 0;
     memset(specx.dying, 0, sizeof specx.dying);

@@ -82,6 +82,12 @@ struct specx_stats_slot *specx_stats_claim(void)
     return slot;
 }
 
+void specx_stats_release(struct specx_stats_slot *slot)
+{
+    if (slot != &private_slot)
+        munmap(slot, SPECX_STATS_PAGE);
+}
+
 void specx_stats_finish(struct specx_stats_slot *slot)
 {
     slot->minflt = minor_faults() - minflt_at_start;

@@ -11,6 +11,9 @@ void specx_stats_init(void);
  * Without a statistics file, or when it is full, counts go to a private slot. */
 struct specx_stats_slot *specx_stats_claim(void);
 
+/* Unmaps a slot inherited from the parent by fork (the child has its own). */
+void specx_stats_release(struct specx_stats_slot *slot);
+
 /* Records the end of this program image (exit, or just before exec). */
 void specx_stats_finish(struct specx_stats_slot *slot);
 /* An exec that failed: the image goes on. */
