@@ -281,15 +281,26 @@ static void op_killself(char **a)
     result("killself", "caught %d", (int)signals_caught);
 }
 
+/* A child that dies of signal SIG by its default action, even if killself installed a handler
+ * for it: the signal stays blocked until the child has restored the default and waits. */
 static void op_killchild(char **a)
 {
+    int sig = atoi(a[1]);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, sig);
+    sigprocmask(SIG_BLOCK, &block, &old);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        pause();
+        signal(sig, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigsuspend(&none);
         _exit(0);
     }
-    kill(pid, atoi(a[1]));
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    kill(pid, sig);
     describe_status("killchild", wait_status(pid));
 }
 
