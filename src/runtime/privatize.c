@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-bool specx_safe_to_open(const struct stat *st)
+bool specx_safe_file_type(const struct stat *st)
 {
     if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
         return true;
@@ -22,6 +24,25 @@ bool specx_safe_to_open(const struct stat *st)
         return minor_nr == 3 || minor_nr == 5 || minor_nr == 7 || minor_nr == 8 || minor_nr == 9;
     }
     return false;
+}
+
+/* Regular files whose reads take data away from someone else. */
+static bool consumed_by_reading(int fd, const struct stat *st)
+{
+    struct statfs fs;
+    if (fstatfs(fd, &fs) < 0)
+        return true;
+    if (fs.f_type == DEBUGFS_MAGIC || fs.f_type == TRACEFS_MAGIC)
+        return true;
+    struct stat kmsg;
+    return fs.f_type == PROC_SUPER_MAGIC && stat("/proc/kmsg", &kmsg) == 0 &&
+           kmsg.st_ino == st->st_ino && kmsg.st_dev == st->st_dev;
+}
+
+bool specx_safe_to_read(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && specx_safe_file_type(&st) && !consumed_by_reading(fd, &st);
 }
 
 /* --- descriptors --------------------------------------------------------------------------- */
@@ -61,7 +82,7 @@ static int privatize_fd(int fd, int devnull)
     if (status_flags & O_PATH)
         return 0;
     int dup_flags = (fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
-    int copy = specx_safe_to_open(&st) ? reopen_private(fd, &st, status_flags) : -1;
+    int copy = specx_safe_to_read(fd) ? reopen_private(fd, &st, status_flags) : -1;
     int ok = dup3(copy >= 0 ? copy : devnull, fd, dup_flags);
     int err = errno;
     if (copy >= 0)

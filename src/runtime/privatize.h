@@ -15,11 +15,15 @@
 
 #include "sandbox.h"
 
-/* True for what a speculative process may open and read without anyone noticing: regular files,
- * directories and the memory character devices (/dev/null, zero, full, random, urandom).
- * Opening a FIFO wakes its writer, opening other devices can rewind tapes, start watchdogs or
- * claim the device: those are side effects, so they are refused. */
-bool specx_safe_to_open(const struct stat *st);
+/* True for the file types a speculative process may open and read without anyone noticing:
+ * regular files, directories and the memory character devices (/dev/null, zero, full, random,
+ * urandom). Opening a FIFO wakes its writer, opening other devices can rewind tapes, start
+ * watchdogs or claim the device: those are side effects, so they are refused. */
+bool specx_safe_file_type(const struct stat *st);
+
+/* True if the file open at FD (any access mode, O_PATH too) is of a safe type and reading it
+ * consumes nothing: not /proc/kmsg, not a file of debugfs or tracefs (trace_pipe). */
+bool specx_safe_to_read(int fd);
 
 /* Gives every descriptor a private file description: files and directories are re-opened
  * read-only at the same offset, everything else (pipes, sockets, terminals, event objects)

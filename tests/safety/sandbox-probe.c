@@ -137,6 +137,8 @@ ATTEMPT(open_drop_caches, open("/proc/sys/vm/drop_caches", O_WRONLY))
 ATTEMPT(open_fifo, open(path_in_dir("fifo"), O_RDONLY | O_NONBLOCK))
 ATTEMPT(raw_open_fifo, syscall(SYS_openat, AT_FDCWD, path_in_dir("fifo"), O_RDONLY | O_NONBLOCK))
 ATTEMPT(open_ptmx, open("/dev/ptmx", O_RDONLY | O_NOCTTY))
+ATTEMPT(open_tty, open("/dev/tty", O_RDONLY | O_NOCTTY))
+ATTEMPT(open_kmsg, open("/proc/kmsg", O_RDONLY)) /* reading takes messages from syslog */
 /* file system changes */
 ATTEMPT(unlink, unlink(path_in_dir("file")))
 ATTEMPT(raw_unlinkat, syscall(SYS_unlinkat, AT_FDCWD, path_in_dir("file"), 0))
@@ -414,7 +416,7 @@ static const struct attempt attempts[] = {
     DENY(open_wronly), DENY(open_rdwr), DENY(open_creat), DENY(open_trunc), DENY(open_append),
     DENY(open_tmpfile), DENY(creat), DENY(raw_openat_wronly), DENY(raw_open_creat),
     FAILS(raw_openat2, ENOSYS), DENY(open_proc_comm_write), DENY(open_drop_caches),
-    DENY(open_fifo), DENY(raw_open_fifo), DENY(open_ptmx),
+    DENY(open_fifo), DENY(raw_open_fifo), DENY(open_ptmx), DENY(open_tty), DENY(open_kmsg),
     DENY(unlink), DENY(raw_unlinkat), DENY(rename), DENY(raw_renameat2), DENY(mkdir),
     DENY(raw_mkdirat), DENY(rmdir), DENY(symlink), DENY(link), DENY(mknod), DENY(mkfifo),
     DENY(chmod), DENY(fchmod), DENY(chown), DENY(fchown), DENY(truncate), DENY(ftruncate),

@@ -41,25 +41,25 @@ static struct stat of_type(mode_t type, unsigned int maj, unsigned int min)
     return st;
 }
 
-static void test_safe_to_open(void)
+static void test_safe_file_type(void)
 {
     struct stat st;
-    EXPECT(specx_safe_to_open((st = of_type(S_IFREG, 0, 0), &st)));
-    EXPECT(specx_safe_to_open((st = of_type(S_IFDIR, 0, 0), &st)));
-    EXPECT(specx_safe_to_open((st = of_type(S_IFCHR, 1, 3), &st)));  /* /dev/null */
-    EXPECT(specx_safe_to_open((st = of_type(S_IFCHR, 1, 9), &st)));  /* /dev/urandom */
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFCHR, 1, 1), &st))); /* /dev/mem */
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFCHR, 5, 0), &st))); /* /dev/tty */
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFCHR, 5, 2), &st))); /* /dev/ptmx */
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFBLK, 8, 0), &st)));
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFIFO, 0, 0), &st)));
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFSOCK, 0, 0), &st)));
-    EXPECT(!specx_safe_to_open((st = of_type(S_IFLNK, 0, 0), &st)));
+    EXPECT(specx_safe_file_type((st = of_type(S_IFREG, 0, 0), &st)));
+    EXPECT(specx_safe_file_type((st = of_type(S_IFDIR, 0, 0), &st)));
+    EXPECT(specx_safe_file_type((st = of_type(S_IFCHR, 1, 3), &st)));  /* /dev/null */
+    EXPECT(specx_safe_file_type((st = of_type(S_IFCHR, 1, 9), &st)));  /* /dev/urandom */
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFCHR, 1, 1), &st))); /* /dev/mem */
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFCHR, 5, 0), &st))); /* /dev/tty */
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFCHR, 5, 2), &st))); /* /dev/ptmx */
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFBLK, 8, 0), &st)));
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFIFO, 0, 0), &st)));
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFSOCK, 0, 0), &st)));
+    EXPECT(!specx_safe_file_type((st = of_type(S_IFLNK, 0, 0), &st)));
 }
 
 int main(void)
 {
     test_proc_paths();
-    test_safe_to_open();
+    test_safe_file_type();
     return failures ? 1 : 0;
 }
