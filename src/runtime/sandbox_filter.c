@@ -216,34 +216,33 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned int n
     return seccomp_rule_add_array(ctx, action, nr, n, cmp);
 }
 
-/* openat/open: read-only opens are trapped to sandbox_open_trap.c, which refuses FIFOs and
- * devices (opening a FIFO wakes its writer) and re-issues the rest with COOKIE in the sixth
- * argument; O_PATH opens touch nothing and pass; opens with write or create flags fail. */
+/* openat/open: read-only opens are trapped to sandbox_open_trap.c, which refuses FIFOs,
+ * devices and files whose reads consume data, and re-issues the rest as openat with COOKIE in
+ * the sixth argument; O_PATH opens touch nothing and pass; opens that could write, create or
+ * truncate fail. */
 static int add_open_rules(scmp_filter_ctx ctx, uint64_t cookie)
 {
     const uint64_t mask = WRITE_OPEN_FLAGS | O_PATH;
-    const struct {
-        int nr;
-        unsigned int flags_arg;
-    } opens[] = {{SCMP_SYS(openat), 2}, {SCMP_SYS(open), 1}};
-    int err = 0;
-    for (size_t i = 0; i < 2 && err == 0; i++) {
-        struct scmp_arg_cmp path_only = SCMP_CMP(opens[i].flags_arg, SCMP_CMP_MASKED_EQ, mask,
-                                                 O_PATH);
-        struct scmp_arg_cmp reissued[] = {
-            SCMP_CMP(opens[i].flags_arg, SCMP_CMP_MASKED_EQ, mask, 0),
-            SCMP_CMP(5, SCMP_CMP_EQ, cookie),
-        };
-        struct scmp_arg_cmp trapped[] = {
-            SCMP_CMP(opens[i].flags_arg, SCMP_CMP_MASKED_EQ, mask, 0),
-            SCMP_CMP(5, SCMP_CMP_NE, cookie),
-        };
-        err = add_rule(ctx, SCMP_ACT_ALLOW, opens[i].nr, 1, &path_only);
-        if (err == 0 && opens[i].nr == SCMP_SYS(openat))
-            err = add_rule(ctx, SCMP_ACT_ALLOW, opens[i].nr, 2, reissued);
-        if (err == 0)
-            err = add_rule(ctx, SCMP_ACT_TRAP, opens[i].nr, 2, trapped);
-    }
+    struct scmp_arg_cmp openat_path_only = SCMP_CMP(2, SCMP_CMP_MASKED_EQ, mask, O_PATH);
+    struct scmp_arg_cmp openat_reissued[] = {
+        SCMP_CMP(2, SCMP_CMP_MASKED_EQ, mask, 0),
+        SCMP_CMP(5, SCMP_CMP_EQ, cookie),
+    };
+    struct scmp_arg_cmp openat_trapped[] = {
+        SCMP_CMP(2, SCMP_CMP_MASKED_EQ, mask, 0),
+        SCMP_CMP(5, SCMP_CMP_NE, cookie),
+    };
+    struct scmp_arg_cmp open_path_only = SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, O_PATH);
+    struct scmp_arg_cmp open_trapped = SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, 0);
+    int err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1, &openat_path_only);
+    if (err == 0)
+        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 2, openat_reissued);
+    if (err == 0)
+        err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(openat), 2, openat_trapped);
+    if (err == 0)
+        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1, &open_path_only);
+    if (err == 0)
+        err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(open), 1, &open_trapped);
     /* openat2 hides its flags in a struct the filter cannot read; ENOSYS makes libc fall back
      * to openat. */
     return err ? err : add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0, NULL);
@@ -268,7 +267,8 @@ static int add_signal_rules(scmp_filter_ctx ctx)
         SCMP_CMP(0, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
         SCMP_CMP(1, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
     };
-    /* The open trap needs its SIGSYS handler: nobody may replace it. */
+    /* Keeps the open trap's SIGSYS handler in place (for usefulness, not safety: without it a
+     * trapped open just fails or ends the process). */
     struct scmp_arg_cmp not_sigsys = SCMP_CMP(0, SCMP_CMP_NE, SIGSYS);
     int err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, &self_first);
     if (err == 0)

@@ -3,8 +3,8 @@
  * requested system call so that it is safe"). A seccomp filter cannot see what a path names,
  * yet opening a FIFO for reading wakes its writer and opening a device runs its driver: so the
  * filter traps every read-only open to a SIGSYS handler, which opens the path with O_PATH
- * (touches nothing), checks the file's type and re-opens it through /proc/self/fd only if it
- * is a regular file, a directory or a memory device. */
+ * (touches nothing), checks the file and re-opens it through /proc/self/fd only if
+ * specx_safe_to_read (privatize.h) accepts it. */
 #ifndef SPECX_SANDBOX_OPEN_TRAP_H
 #define SPECX_SANDBOX_OPEN_TRAP_H
 
