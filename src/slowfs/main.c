@@ -2,6 +2,7 @@
  * --stats and --unmount commands that talk to a running one. */
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,8 @@ static int mount_and_serve(const struct slowfs_options *o)
     fuse_destroy(f);
     device_free(st.device);
     close(st.backing_fd);
-    return ret == 0 ? 0 : 1;
+    /* libfuse reports an exit by signal as the signal's number: a clean, asked-for end. */
+    return ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP ? 0 : 1;
 }
 
 int main(int argc, char **argv)
