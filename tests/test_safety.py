@@ -31,7 +31,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = sorted((REPO / "tests" / "safety" / "corpus").glob("*.ops"))
 OPVM = BUILD / "tests" / "safety" / "opvm"
 DATA_FILES = [f"d{i:02d}" for i in range(24)]
-SEEDS = range(200) if LONG else range(20)
+SEEDS = range(500) if LONG else range(60)
 STDIN = "stdin-line-1\nstdin-line-2\nstdin-tail\n"
 RUN_TIMEOUT = 60
 
@@ -276,7 +276,7 @@ def killer(seed):
 
 
 CHAOS_CASES = [(p.stem, p.read_text()) for p in CORPUS] + [
-    (f"seed{seed}", generate(1000 + seed)) for seed in (range(100) if LONG else range(5))]
+    (f"seed{seed}", generate(1000 + seed)) for seed in (range(200) if LONG else range(20))]
 
 
 @pytest.mark.parametrize("name,text", CHAOS_CASES, ids=[name for name, _ in CHAOS_CASES])
