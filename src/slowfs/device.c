@@ -176,7 +176,8 @@ void device_metadata(struct device *dev, uint64_t key, enum model_class class)
     if (p->metadata_latency_s <= 0)
         return;
     double arrival = device_now();
-    struct model_piece piece = { .disk = (unsigned)(key % p->disks), .bytes = 0 };
+    unsigned disk = p->placement == MODEL_ANY ? MODEL_ANY_DISK : (unsigned)(key % p->disks);
+    struct model_piece piece = { .disk = disk, .bytes = 0 };
     struct outcome o = serve(dev, &piece, 1, true, effective_class(dev, class), arrival);
     pthread_mutex_lock(&dev->lock);
     dev->counters.metadata_requests++;

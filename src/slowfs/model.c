@@ -2,8 +2,8 @@
  * See model.h for the device it describes. */
 #include "model.h"
 
+#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* A transfer booked on the bus. Idle transfers are recorded with their disk and ticket so a
  * regular transfer that takes their place can push the idle piece's finish. */
@@ -37,6 +37,10 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 unsigned model_split(const struct model_params *p, unsigned first_disk, uint64_t offset,
                      uint64_t len, struct model_piece *out)
 {
+    if (len > 0 && p->placement == MODEL_ANY) {
+        out[0] = (struct model_piece){ .disk = MODEL_ANY_DISK, .bytes = len };
+        return 1;
+    }
     unsigned n = 0;
     uint64_t end = offset + len;
     while (offset < end) {
@@ -152,6 +156,51 @@ static void bus_insert(struct model *m, struct bus_booking b)
 
 static bool idle_in_service(const struct disk_state *d, double t) { return d->idle_finish > t; }
 
+static bool free_for_idle(const struct disk_state *d, double now)
+{
+    return d->regular_until <= now && !idle_in_service(d, now);
+}
+
+/* The disk a regular piece placed anywhere should take: the one whose regular queue empties
+ * first, and among free ones one without idle work to preempt. */
+static unsigned earliest_free_disk(const struct model *m, double now)
+{
+    unsigned best = 0;
+    double best_start = INFINITY;
+    bool best_busy = true;
+    for (unsigned i = 0; i < m->p.disks; i++) {
+        double start = max2(now, m->disk[i].regular_until);
+        bool busy = idle_in_service(&m->disk[i], start);
+        if (start < best_start || (start == best_start && best_busy && !busy)) {
+            best = i;
+            best_start = start;
+            best_busy = busy;
+        }
+    }
+    return best;
+}
+
+/* For an idle piece: a disk free now (returns true), or else the earliest time one may be. */
+static bool find_idle_disk(const struct model *m, unsigned *disk, double now, double *retry_at)
+{
+    const struct disk_state *d;
+    if (*disk != MODEL_ANY_DISK) {
+        d = &m->disk[*disk];
+        *retry_at = max2(d->regular_until, d->idle_finish);
+        return free_for_idle(d, now);
+    }
+    *retry_at = INFINITY;
+    for (unsigned i = 0; i < m->p.disks; i++) {
+        d = &m->disk[i];
+        if (free_for_idle(d, now)) {
+            *disk = i;
+            return true;
+        }
+        *retry_at = min2(*retry_at, max2(d->regular_until, d->idle_finish));
+    }
+    return false;
+}
+
 /* Pushes the idle piece of disk `disk` (if it is still the one with `ticket` and still in
  * service after `from`) later by `delay`: regular work took its place. */
 static void preempt_idle(struct model *m, unsigned disk, uint64_t ticket, double from,
@@ -203,6 +252,8 @@ static void count(struct disk_state *d, uint64_t bytes, double busy)
 struct model_slot model_reserve_regular(struct model *m, unsigned disk, uint64_t bytes,
                                         double latency_s, double now)
 {
+    if (disk == MODEL_ANY_DISK)
+        disk = earliest_free_disk(m, now);
     struct disk_state *d = &m->disk[disk];
     bus_prune(m, now);
     struct model_slot s = { .disk = disk, .start = max2(now, d->regular_until) };
@@ -223,11 +274,9 @@ struct model_slot model_reserve_regular(struct model *m, unsigned disk, uint64_t
 bool model_try_start_idle(struct model *m, unsigned disk, uint64_t bytes, double latency_s,
                           double now, struct model_slot *slot, double *retry_at)
 {
-    struct disk_state *d = &m->disk[disk];
-    if (d->regular_until > now || idle_in_service(d, now)) {
-        *retry_at = max2(d->regular_until, d->idle_finish);
+    if (!find_idle_disk(m, &disk, now, retry_at))
         return false;
-    }
+    struct disk_state *d = &m->disk[disk];
     bus_prune(m, now);
     uint64_t ticket = m->next_ticket++;
     struct model_slot s = { .disk = disk, .start = now, .ticket = ticket };

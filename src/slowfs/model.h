@@ -14,14 +14,25 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 
 /* Most disks a device can have: a request never splits into more pieces than this. */
 #define MODEL_MAX_DISKS 1024
 
+/* Where a request is served. STRIPED: data lives on disks, so a piece goes to the disk that
+ * holds it (a disk array). ANY: every "disk" can serve every request, so a request goes
+ * whole to the lane that is free first (a cloud volume's or an object store's parallel
+ * request slots). */
+enum model_placement { MODEL_STRIPED = 0, MODEL_ANY = 1 };
+
+/* The disk of a piece placed by MODEL_ANY: chosen when it is served. */
+#define MODEL_ANY_DISK UINT_MAX
+
 /* Device parameters; times in seconds, bandwidths in bytes per second. */
 struct model_params {
     unsigned disks;
+    enum model_placement placement;
     uint64_t stripe_bytes;
     double latency_s;          /* average access time: seek + rotation */
     double jitter_frac;        /* latency varies uniformly within ±jitter_frac × latency */
@@ -43,7 +54,8 @@ struct model_piece {
 
 /* Splits the byte range [offset, offset + len) of a file whose stripe unit 0 lives on disk
  * first_disk into at most params->disks pieces, one per disk touched, in the order their first
- * stripe unit appears. Returns the number of pieces written to out (0 when len is 0). */
+ * stripe unit appears. With MODEL_ANY placement the request stays whole, as one piece on
+ * MODEL_ANY_DISK. Returns the number of pieces written to out (0 when len is 0). */
 unsigned model_split(const struct model_params *params, unsigned first_disk, uint64_t offset,
                      uint64_t len, struct model_piece *out);
 
@@ -71,8 +83,8 @@ struct model_slot {
     uint64_t ticket; /* identifies an idle piece's occupancy of the disk */
 };
 
-/* Reserves the disk for a regular piece arriving at now (FIFO among regular pieces) and
- * returns its slot; latency_s is its access latency (model_latency() or the metadata
+/* Reserves the disk for a regular piece arriving at now (FIFO among regular pieces; on
+ * MODEL_ANY_DISK the disk that is free first) and returns its slot; latency_s is its access latency (model_latency() or the metadata
  * latency). A regular piece never waits for idle work: an idle piece in service on that disk
  * is preempted and resumes afterwards, paying its access latency again (Eggert 2002 §2.2.2,
  * "preemptability"). */
@@ -80,7 +92,8 @@ struct model_slot model_reserve_regular(struct model *m, unsigned disk, uint64_t
                                         double latency_s, double now);
 
 /* An idle piece may start only on a disk with no regular piece waiting or in service and no
- * other idle piece in service (prioritization). If the disk is free at now, occupies it,
+ * other idle piece in service (prioritization); on MODEL_ANY_DISK, on any such disk. If the
+ * disk is free at now, occupies it,
  * fills *slot and returns true; otherwise returns false and sets *retry_at to the earliest
  * time it can be free (ask again then: regular arrivals may push it further). */
 bool model_try_start_idle(struct model *m, unsigned disk, uint64_t bytes, double latency_s,

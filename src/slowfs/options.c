@@ -10,13 +10,14 @@
 #include "util.h"
 
 enum {
-    OPT_DISKS = 256, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
+    OPT_DISKS = 256, OPT_PLACEMENT, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
     OPT_NO_PRIORITY, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
 };
 
 static const struct option long_options[] = {
     { "preset", required_argument, NULL, 'p' },
     { "disks", required_argument, NULL, OPT_DISKS },
+    { "placement", required_argument, NULL, OPT_PLACEMENT },
     { "stripe-kb", required_argument, NULL, OPT_STRIPE },
     { "latency-ms", required_argument, NULL, OPT_LATENCY },
     { "jitter-pct", required_argument, NULL, OPT_JITTER },
@@ -50,6 +51,8 @@ void options_usage(FILE *out)
         "Device (a preset, then single values overridden):\n"
         "  -p, --preset NAME            %s (default %s)\n"
         "      --disks N                independent disks, 1..1024\n"
+        "      --placement striped|any  requests go to the disk holding the data, or to\n"
+        "                               whichever disk (lane) is free first\n"
         "      --stripe-kb N            stripe unit in KiB\n"
         "      --latency-ms MS          access latency (seek + rotation)\n"
         "      --jitter-pct PCT         latency varies uniformly by +-PCT %%\n"
@@ -71,7 +74,7 @@ void options_usage(FILE *out)
 
 /* The explicit device options, applied over the preset once parsing is done. */
 struct overrides {
-    bool disks, stripe, latency, jitter, bandwidth, bus, metadata, no_priority, seed;
+    bool disks, placement, stripe, latency, jitter, bandwidth, bus, metadata, no_priority, seed;
     struct slowfs_config v;
 };
 
@@ -95,6 +98,15 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
                         MODEL_MAX_DISKS);
         o->v.disks = (unsigned)u;
         o->disks = true;
+        return 0;
+    case OPT_PLACEMENT:
+        if (strcmp(arg, "striped") == 0)
+            o->v.placement = MODEL_STRIPED;
+        else if (strcmp(arg, "any") == 0)
+            o->v.placement = MODEL_ANY;
+        else
+            return fail(err, errsize, "invalid --placement '%s' (striped or any)", arg);
+        o->placement = true;
         return 0;
     case OPT_STRIPE:
         if (!specx_parse_u64(arg, 1, 1048576, &o->v.stripe_kb))
@@ -144,6 +156,7 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
 static void apply_overrides(struct slowfs_config *c, const struct overrides *o)
 {
     if (o->disks) c->disks = o->v.disks;
+    if (o->placement) c->placement = o->v.placement;
     if (o->stripe) c->stripe_kb = o->v.stripe_kb;
     if (o->latency) c->latency_ms = o->v.latency_ms;
     if (o->jitter) c->jitter_pct = o->v.jitter_pct;

@@ -11,6 +11,7 @@
 /* A device in command-line units: KiB, milliseconds, MB/s (10^6 bytes per second). */
 struct slowfs_config {
     unsigned disks;
+    enum model_placement placement; /* striped (a disk array) or any (parallel lanes) */
     uint64_t stripe_kb;
     double latency_ms;
     double jitter_pct;
@@ -34,6 +35,9 @@ extern const struct preset presets[];
 
 /* The preset called name, or NULL. */
 const struct preset *preset_find(const char *name);
+
+/* "striped" or "any", as --placement takes it. */
+const char *placement_name(enum model_placement p);
 
 /* Writes "a, b, c" (every preset's name) into buf, for error messages and --help. */
 void preset_list(char *buf, size_t size);

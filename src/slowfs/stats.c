@@ -42,10 +42,12 @@ static void json_model(FILE *f, const struct slowfs_config *c)
     fprintf(f,
             "\"model\": {\"disks\": %u, \"stripe_kb\": %llu, \"latency_ms\": %g, "
             "\"jitter_pct\": %g, \"bandwidth_mbps\": %g, \"bus_mbps\": %g, "
-            "\"metadata_latency_ms\": %g, \"priority\": %s, \"seed\": %llu}",
+            "\"metadata_latency_ms\": %g, \"priority\": %s, \"placement\": \"%s\", "
+            "\"seed\": %llu}",
             c->disks, (unsigned long long)c->stripe_kb, c->latency_ms, c->jitter_pct,
             c->bandwidth_mbps, c->bus_mbps, c->metadata_latency_ms,
-            c->priority ? "true" : "false", (unsigned long long)c->seed);
+            c->priority ? "true" : "false", placement_name(c->placement),
+            (unsigned long long)c->seed);
 }
 
 static void json_classes(FILE *f, const struct slowfs_stats *s)
@@ -108,9 +110,10 @@ char *stats_table(const struct stats_snapshot *snap)
         return NULL;
     const struct slowfs_config *c = &snap->config;
     const struct slowfs_stats *s = &snap->counters;
-    fprintf(f, "device   %s: %u disk%s, %llu KiB stripe, %g ms latency (jitter %g %%), "
+    fprintf(f, "device   %s: %u disk%s (%s), %llu KiB stripe, %g ms latency (jitter %g %%), "
                "%g MB/s per disk, bus %s%g%s, priority %s\n",
-            snap->preset, c->disks, c->disks == 1 ? "" : "s", (unsigned long long)c->stripe_kb,
+            snap->preset, c->disks, c->disks == 1 ? "" : "s", placement_name(c->placement),
+            (unsigned long long)c->stripe_kb,
             c->latency_ms, c->jitter_pct, c->bandwidth_mbps, c->bus_mbps > 0 ? "" : "unlimited",
             c->bus_mbps > 0 ? c->bus_mbps : 0.0, c->bus_mbps > 0 ? " MB/s" : "",
             c->priority ? "on" : "off");

@@ -59,6 +59,41 @@ static void test_split_single_disk_never_splits(void)
     CHECK(pc[0].disk == 0 && pc[0].bytes == 1 << 20);
 }
 
+static void test_split_any_placement_keeps_request_whole(void)
+{
+    struct model_params p = paper();
+    p.placement = MODEL_ANY;
+    struct model_piece pc[4];
+    CHECK(model_split(&p, 1, 61440, 300000, pc) == 1);
+    CHECK(pc[0].disk == MODEL_ANY_DISK && pc[0].bytes == 300000);
+    CHECK(model_split(&p, 1, 61440, 0, pc) == 0);
+}
+
+/* Placed anywhere, requests take the lane that frees first, never queueing behind each other
+ * while a lane is free. */
+static void test_any_placement_uses_free_lanes(void)
+{
+    struct model_params p = paper();
+    p.placement = MODEL_ANY;
+    struct model *m = model_new(&p);
+    unsigned used = 0;
+    for (int i = 0; i < 4; i++) {
+        struct model_slot s = model_reserve_regular(m, MODEL_ANY_DISK, 4096, 0.012, 0);
+        CHECK_NEAR(s.start, 0);
+        used |= 1u << s.disk;
+    }
+    CHECK(used == 0xf);
+    struct model_slot fifth = model_reserve_regular(m, MODEL_ANY_DISK, 4096, 0.012, 0);
+    CHECK(fabs(fifth.start - (0.012 + 4096 / 40e6)) < 1e-9);
+    struct model_slot idle;
+    double retry;
+    CHECK(!model_try_start_idle(m, MODEL_ANY_DISK, 4096, 0.012, 0.001, &idle, &retry));
+    CHECK(fabs(retry - (0.012 + 4096 / 40e6)) < 1e-9);
+    CHECK(model_try_start_idle(m, MODEL_ANY_DISK, 4096, 0.012, 0.02, &idle, &retry));
+    CHECK(idle.disk != fifth.disk); /* the lanes whose work is done */
+    model_free(m);
+}
+
 static void test_regular_fifo_per_disk(void)
 {
     struct model_params p = paper();
@@ -229,6 +264,8 @@ int main(void)
     test_split_within_one_unit();
     test_split_across_units();
     test_split_single_disk_never_splits();
+    test_split_any_placement_keeps_request_whole();
+    test_any_placement_uses_free_lanes();
     test_regular_fifo_per_disk();
     test_bus_caps_total();
     test_bus_fills_gaps();

@@ -43,10 +43,11 @@ static void test_presets_table(void)
           p->config.bandwidth_mbps == 160);
     p = preset_find("cloud-disk");
     CHECK(p && p->config.disks == 16 && p->config.latency_ms == 1 &&
-          p->config.bus_mbps == 250);
+          p->config.bus_mbps == 250 && p->config.placement == MODEL_ANY);
     p = preset_find("object-store");
     CHECK(p && p->config.disks == 64 && p->config.latency_ms == 30 &&
-          p->config.bandwidth_mbps == 100);
+          p->config.bandwidth_mbps == 100 && p->config.placement == MODEL_ANY);
+    CHECK(preset_find("paper2003")->config.placement == MODEL_STRIPED);
     CHECK(preset_find("floppy") == NULL);
     for (p = presets; p->name; p++)
         CHECK(p->config.priority && p->config.metadata_latency_ms == 0 &&
@@ -73,6 +74,11 @@ static void test_explicit_options_override_preset(void)
                 "--bus-mbps", "0", "--seed", "42", "/b", "/m") == 0);
     CHECK(o.device.disks == 1 && o.device.latency_ms == 3.5 && o.device.bandwidth_mbps == 160);
     CHECK(!o.device.priority && o.daemonize && o.device.bus_mbps == 0 && o.device.seed == 42);
+    CHECK(PARSE(&o, "-p", "object-store", "--disks", "8", "--stripe-kb", "128",
+                "--jitter-pct", "10", "--bandwidth-mbps", "50", "--metadata-latency-ms", "2",
+                "/b", "/m") == 0);
+    CHECK(PARSE(&o, "--placement", "striped", "-p", "object-store", "/b", "/m") == 0);
+    CHECK(o.device.placement == MODEL_STRIPED && o.device.disks == 64);
     CHECK(PARSE(&o, "-p", "object-store", "--disks", "8", "--stripe-kb", "128",
                 "--jitter-pct", "10", "--bandwidth-mbps", "50", "--metadata-latency-ms", "2",
                 "/b", "/m") == 0);
@@ -106,7 +112,7 @@ static void test_nonsense_numbers(void)
         { "--stripe-kb", "0" }, { "--latency-ms", "-1" }, { "--latency-ms", "abc" },
         { "--latency-ms", "10001" }, { "--latency-ms", "nan" }, { "--jitter-pct", "101" },
         { "--bandwidth-mbps", "0" }, { "--bandwidth-mbps", "" }, { "--bus-mbps", "-5" },
-        { "--metadata-latency-ms", "inf" }, { "--seed", "x" },
+        { "--metadata-latency-ms", "inf" }, { "--seed", "x" }, { "--placement", "random" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct slowfs_options o;

@@ -54,7 +54,7 @@ static void test_json_fields(void)
     static const char *const expect[] = {
         "{\"preset\": \"paper2003\", \"model\": {\"disks\": 4, \"stripe_kb\": 64, "
         "\"latency_ms\": 12, \"jitter_pct\": 0, \"bandwidth_mbps\": 40, \"bus_mbps\": 40, "
-        "\"metadata_latency_ms\": 0, \"priority\": true",
+        "\"metadata_latency_ms\": 0, \"priority\": true, \"placement\": \"striped\"",
         "\"pid\": 1234", "\"uptime_s\": 2.500000", "\"requests\": 1, \"bytes\": 28672",
         "\"classes\": {\"regular\": {\"requests\": 1, \"bytes\": 28672, "
         "\"queue_wait_s\": 0.015300, \"service_s\": 0.084700}, \"idle\": {\"requests\": 0",
@@ -75,7 +75,7 @@ static void test_table_mentions_every_disk(void)
     struct model_disk_stats disks[4] = { { 0 } };
     struct stats_snapshot snap = sample(disks);
     char *t = stats_table(&snap);
-    CHECK(t && strstr(t, "paper2003: 4 disks") && strstr(t, "regular") && strstr(t, "idle"));
+    CHECK(t && strstr(t, "paper2003: 4 disks (striped)") && strstr(t, "regular") && strstr(t, "idle"));
     CHECK(t && strstr(t, "\n3 "));
     free(t);
 }
