@@ -17,8 +17,40 @@
 #define STEP_PAGES 256u
 /* A prefetch covers at least this much (up to EOF), as the kernel's first readahead of a
  * small read would: a slow device pays per request, and a 4 KiB stdio refill per request
- * made the speculative process slower than the program's own readahead. */
+ * made the speculative process slower than the program's own readahead. Like readahead, the
+ * size doubles while a descriptor is read sequentially, up to MAX_PREFETCH: the program's
+ * descriptor loses its own readahead (POSIX_FADV_RANDOM) once these prefetches serve it. */
 #define MIN_PREFETCH (32u * 1024u)
+#define MAX_PREFETCH (1024u * 1024u)
+#define TRACKED_FDS 1024
+
+/* Per descriptor of this (speculative) process: where its last prefetch ended and how big
+ * it was. */
+static struct window {
+    uint64_t dev, ino, next;
+    uint32_t size;
+} windows[TRACKED_FDS];
+
+/* How much to prefetch at [off, ...): the readahead-like window. */
+static uint64_t prefetch_size(int fd, const struct stat *st, uint64_t off)
+{
+    if (fd < 0 || fd >= TRACKED_FDS)
+        return MIN_PREFETCH;
+    struct window *w = &windows[fd];
+    bool sequential = w->dev == (uint64_t)st->st_dev && w->ino == (uint64_t)st->st_ino &&
+                      w->next == off;
+    uint32_t size = sequential && w->size < MAX_PREFETCH ? 2 * w->size : MIN_PREFETCH;
+    if (sequential && w->size >= MAX_PREFETCH)
+        size = MAX_PREFETCH;
+    *w = (struct window){ st->st_dev, st->st_ino, 0, size };
+    return size;
+}
+
+static void window_advanced(int fd, uint64_t end)
+{
+    if (fd >= 0 && fd < TRACKED_FDS)
+        windows[fd].next = end;
+}
 
 /* Copies data that is in memory and complete: this cannot block. */
 static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
@@ -37,11 +69,13 @@ static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
  * kernel readahead, an earlier prefetch), which must not be waited for either. */
 static void fetch_missing(int fd, const struct stat *st, uint64_t off, uint64_t len)
 {
-    if (len < MIN_PREFETCH)
-        len = specx_clamp_to_eof(off, MIN_PREFETCH, (uint64_t)st->st_size);
     int64_t cached = specx_cached_pages(fd, off, len);
     if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len))
         return;
+    uint64_t window = prefetch_size(fd, st, off);
+    if (len < window)
+        len = specx_clamp_to_eof(off, window, (uint64_t)st->st_size);
+    window_advanced(fd, off + len);
     specx_horizon_wait(specx.ctl, specx.horizon);
     specx_start_read(fd, off, len);
     specx_log_prefetch(specx.ctl, st->st_dev, st->st_ino, off, len, specx_now_ns());
