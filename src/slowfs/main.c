@@ -19,13 +19,15 @@
 /* Worker threads beyond the requests the kernel may have in flight, for synchronous ones. */
 #define SPARE_THREADS 16
 
-/* Requests the kernel may send at once: enough for every disk to have a queue, never fewer
- * than 64 so that idle-class requests waiting for a disk cannot use up the slots regular
- * requests need (DESIGN-NOTES §4: the defaults are 12 and 10 threads). */
+/* Requests the kernel may send at once (DESIGN-NOTES §4: the defaults are 12, with 10
+ * threads): enough for every disk to have a queue, and never fewer than 256, so that
+ * idle-class prefetches waiting for a disk inside slowfs, where the model can put regular
+ * requests first, do not fill the kernel's slots and queue regular reads behind them in the
+ * kernel, where it cannot. */
 static unsigned max_background_for(unsigned disks)
 {
     unsigned n = 4 * disks;
-    return n < 64 ? 64 : n;
+    return n < 256 ? 256 : n;
 }
 
 /* libfuse's mount options; the fsname names the backing directory where that needs no

@@ -85,8 +85,11 @@ char *stats_json(const struct stats_snapshot *snap)
     const struct slowfs_stats *s = &snap->counters;
     fprintf(f, "{\"preset\": \"%s\", ", snap->preset);
     json_model(f, &snap->config);
-    fprintf(f, ", \"pid\": %ld, \"uptime_s\": %.6f, \"requests\": %llu, \"bytes\": %llu, ",
-            (long)snap->pid, snap->uptime_s, (unsigned long long)total_requests(s),
+    fprintf(f,
+            ", \"pid\": %ld, \"uptime_s\": %.6f, \"wake_early_us\": %.0f, "
+            "\"requests\": %llu, \"bytes\": %llu, ",
+            (long)snap->pid, snap->uptime_s, snap->wake_early_s * 1e6,
+            (unsigned long long)total_requests(s),
             (unsigned long long)total_bytes(s));
     json_classes(f, s);
     fputs(", ", f);
@@ -117,7 +120,8 @@ char *stats_table(const struct stats_snapshot *snap)
             c->latency_ms, c->jitter_pct, c->bandwidth_mbps, c->bus_mbps > 0 ? "" : "unlimited",
             c->bus_mbps > 0 ? c->bus_mbps : 0.0, c->bus_mbps > 0 ? " MB/s" : "",
             c->priority ? "on" : "off");
-    fprintf(f, "uptime   %.1f s, server pid %ld\n\n", snap->uptime_s, (long)snap->pid);
+    fprintf(f, "uptime   %.1f s, server pid %ld, wakes %.0f us early for timer lateness\n\n",
+            snap->uptime_s, (long)snap->pid, snap->wake_early_s * 1e6);
     fprintf(f, "%-8s %10s %14s %12s %12s\n", "class", "requests", "bytes", "wait ms/req",
             "service ms");
     for (int i = 0; i < 2; i++) {

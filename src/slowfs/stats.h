@@ -33,6 +33,7 @@ struct stats_snapshot {
     struct slowfs_config config;
     pid_t pid;
     double uptime_s;
+    double wake_early_s; /* how early threads ask to wake, to offset timer lateness */
     struct slowfs_stats counters;
     unsigned ndisks;
     const struct model_disk_stats *disks;
