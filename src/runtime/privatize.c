@@ -39,10 +39,9 @@ static bool consumed_by_reading(int fd, const struct stat *st)
            kmsg.st_ino == st->st_ino && kmsg.st_dev == st->st_dev;
 }
 
-bool specx_safe_to_read(int fd)
+bool specx_safe_to_read(int fd, const struct stat *st)
 {
-    struct stat st;
-    return fstat(fd, &st) == 0 && specx_safe_file_type(&st) && !consumed_by_reading(fd, &st);
+    return specx_safe_file_type(st) && !consumed_by_reading(fd, st);
 }
 
 /* --- descriptors --------------------------------------------------------------------------- */
@@ -82,7 +81,7 @@ static int privatize_fd(int fd, int devnull)
     if (status_flags & O_PATH)
         return 0;
     int dup_flags = (fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
-    int copy = specx_safe_to_read(fd) ? reopen_private(fd, &st, status_flags) : -1;
+    int copy = specx_safe_to_read(fd, &st) ? reopen_private(fd, &st, status_flags) : -1;
     int ok = dup3(copy >= 0 ? copy : devnull, fd, dup_flags);
     int err = errno;
     if (copy >= 0)

@@ -21,9 +21,10 @@
  * watchdogs or claim the device: those are side effects, so they are refused. */
 bool specx_safe_file_type(const struct stat *st);
 
-/* True if the file open at FD (any access mode, O_PATH too) is of a safe type and reading it
- * consumes nothing: not /proc/kmsg, not a file of debugfs or tracefs (trace_pipe). */
-bool specx_safe_to_read(int fd);
+/* True if the file open at FD (any access mode, O_PATH too), whose fstat is ST, is of a safe
+ * type and reading it consumes nothing: not /proc/kmsg, not a file of debugfs or tracefs
+ * (trace_pipe). */
+bool specx_safe_to_read(int fd, const struct stat *st);
 
 /* Gives every descriptor a private file description: files and directories are re-opened
  * read-only at the same offset, everything else (pipes, sockets, terminals, event objects)

@@ -39,10 +39,11 @@ static long checked_open(long dirfd, long path, long flags, long mode)
                              O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)));
     if (probe < 0)
         return -errno;
-    if (!specx_safe_to_read(probe)) {
-        struct stat st;
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    if (fstat(probe, &st) < 0 || !specx_safe_to_read(probe, &st)) {
         /* O_NOFOLLOW on a symbolic link: what the open itself would have said. */
-        int err = fstat(probe, &st) == 0 && S_ISLNK(st.st_mode) ? ELOOP : EPERM;
+        int err = S_ISLNK(st.st_mode) ? ELOOP : EPERM;
         close(probe);
         return -err;
     }
