@@ -1,7 +1,193 @@
-"""Command line of `specx bench` (placeholder until the harness lands)."""
+"""Command line of `specx bench`: the paper's experiments (Fraser & Chang 2003, §3–4) on real
+programs over slowfs, with results as Markdown, JSON and a PNG chart."""
+import argparse
+import datetime
+import os
+import platform
+import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
+
+from . import components, modes, plot, report, runner, validate
+from .workloads import WORKLOADS
+
+VALIDATION = "slowfs"
+DEMO_NOTE = ("Demo: grep over a smaller tree (1,500 files) to keep it short; "
+             "`specx bench grep` runs the full 8,000-file benchmark.")
+
+
+def build_parser():
+    names = ", ".join([VALIDATION, *WORKLOADS])
+    p = argparse.ArgumentParser(
+        prog="specx bench",
+        description="Run real I/O-bound programs over an emulated slow device (slowfs) in "
+                    "several modes and report elapsed times like the paper's Table 1 and "
+                    "Fig. 2. Needs root (it drops the page cache and mounts slowfs).",
+        epilog=f"Workloads: {names} (default: all). Modes: {', '.join(modes.MODES)} "
+               f"(default: {','.join(modes.DEFAULT_MODES)}, less those not built). "
+               "See specx-bench(1).")
+    p.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                   help="workloads to run (see --list); 'slowfs' validates the device")
+    p.add_argument("--preset", default="paper2003", metavar="NAME",
+                   help="slowfs device preset (default: paper2003)")
+    p.add_argument("--slowfs-args", default="", metavar="ARGS",
+                   help="more slowfs options, one string, e.g. --slowfs-args='--latency-ms 1'")
+    p.add_argument("--runs", type=int, default=3, metavar="N",
+                   help="timed runs per workload and mode (default: 3, as in the paper)")
+    p.add_argument("--modes", metavar="LIST", help="comma-separated modes to run, in order")
+    p.add_argument("--out", metavar="DIR",
+                   help="results directory (default: ./bench-results/<UTC timestamp>)")
+    p.add_argument("--data-dir", default="/var/tmp/specx-data", metavar="DIR",
+                   help="where data sets are generated and cached (default: %(default)s)")
+    p.add_argument("--scale", choices=("full", "demo", "test"), default="full",
+                   help="data set sizes: full (the benchmark), demo, test (tiny)")
+    p.add_argument("--no-read-calls", dest="read_calls", action="store_false",
+                   help="skip the extra traced run that counts read calls (Table 1)")
+    p.add_argument("--list", action="store_true", help="list workloads and modes, then exit")
+    p.add_argument("--demo", action="store_true",
+                   help="short demonstration: grep on a small tree, 1 run per mode, "
+                        "nothing left behind")
+    return p
+
+
+def print_list():
+    print("Workloads:")
+    print(f"  {VALIDATION:<9} {validate.DeviceData.description}")
+    for w in WORKLOADS.values():
+        print(f"  {w.name:<9} {w.description} (paper: {w.paper})")
+    print("Modes:")
+    for m in modes.MODES.values():
+        missing = " [not available: needs " + m.needs + "]" if m.missing() else ""
+        print(f"  {m.name:<9} {m.description}{missing}")
+
+
+def fail(message):
+    print(f"specx bench: {message}", file=sys.stderr)
+    return 2
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def environment(args, slowfs_options, mode_list):
+    meminfo = open("/proc/meminfo").readline().split()
+    specx = subprocess.run([components.specx_exe(), "--version"], capture_output=True,
+                           text=True).stdout.strip()
+    return {"started": now(), "command": ["specx", "bench", *sys.argv[1:]],
+            "specx": specx, "kernel": platform.release(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "memory_kb": int(meminfo[1]), "preset": args.preset,
+            "slowfs_options": slowfs_options, "runs": args.runs,
+            "modes": [m.name for m in mode_list], "scale": args.scale,
+            "data_dir": args.data_dir}
+
+
+def select_modes(args):
+    if not args.modes:
+        return modes.default_modes(), None
+    try:
+        chosen = modes.parse(args.modes)
+    except ValueError as e:
+        return None, str(e)
+    missing = next((m.missing() for m in chosen if m.missing()), None)
+    return chosen, missing
+
+
+def save(results, out):
+    report.write(results, os.path.join(out, "results.md"), os.path.join(out, "results.json"))
+    if results["workloads"]:
+        plot.elapsed_chart(results["workloads"], os.path.join(out, "results.png"))
+    if results.get("validation"):
+        plot.validation_chart(results["validation"], os.path.join(out, "results-slowfs.png"))
+
+
+def run_all(names, cfg, results, out):
+    """Runs the named workloads, saving results after each; returns True when every run
+    succeeded and every device check passed."""
+    log_dir = os.path.join(out, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+    ok = True
+    for name in names:
+        if name == VALIDATION:
+            results["validation"] = validate.run(cfg)
+            ok &= all(c["passed"] for c in results["validation"]["checks"])
+        else:
+            w = runner.bench_workload(WORKLOADS[name], cfg, log_dir)
+            w["summary"] = runner.summarize(w["runs"], [m.name for m in cfg.modes])
+            results["workloads"].append(w)
+            ok &= all(r["ok"] for r in w["runs"])
+        save(results, out)
+    return ok
 
 
 def main(argv=None):
-    print("specx bench: not built yet", file=sys.stderr)
-    return 1
+    args = build_parser().parse_args(argv)
+    if args.list:
+        print_list()
+        return 0
+    if args.demo:
+        args.workloads = args.workloads or ["grep"]
+        args.scale = "demo" if args.scale == "full" else args.scale
+        args.runs = 1 if "--runs" not in (argv or sys.argv) else args.runs
+    unknown = [n for n in args.workloads if n != VALIDATION and n not in WORKLOADS]
+    if unknown:
+        return fail(f"unknown workload '{unknown[0]}'; see 'specx bench --list'")
+    if args.runs < 1:
+        return fail("--runs must be at least 1")
+    mode_list, problem = select_modes(args)
+    if problem:
+        return fail(problem)
+    try:
+        extra = shlex.split(args.slowfs_args)
+    except ValueError as e:
+        return fail(f"--slowfs-args: {e}")
+    if os.geteuid() != 0:
+        print("specx bench: needs root (it drops the page cache and mounts slowfs); "
+              "run it as root", file=sys.stderr)
+        return 1
+    names = args.workloads or [VALIDATION, *WORKLOADS]
+    temporary = []   # what --demo made and removes again
+    if args.demo and not args.out:
+        args.out = tempfile.mkdtemp(prefix="specx-bench-demo-out-")
+        temporary.append(args.out)
+    if args.demo and "--data-dir" not in (argv or sys.argv):
+        args.data_dir = tempfile.mkdtemp(prefix="specx-bench-demo-data-", dir="/var/tmp")
+        temporary.append(args.data_dir)
+    out = args.out or os.path.join(
+        "bench-results", datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    os.makedirs(out, exist_ok=True)
+    slowfs_options = ["--preset", args.preset, *extra]
+    cfg = runner.Config(data_dir=os.path.abspath(args.data_dir), out_dir=out, scale=args.scale,
+                        runs=args.runs, modes=mode_list, slowfs_options=slowfs_options,
+                        read_calls=args.read_calls)
+    results = {"environment": environment(args, slowfs_options, mode_list),
+               "workloads": [], "validation": None}
+    if args.demo:
+        results["environment"]["note"] = DEMO_NOTE
+        print(DEMO_NOTE, flush=True)
+    skipped = [m for m in modes.DEFAULT_MODES if not args.modes and modes.MODES[m].missing()]
+    for m in skipped:
+        print(f"specx bench: {modes.MODES[m].missing()}: not running it", flush=True)
+    status = 1
+    try:
+        status = 0 if run_all(names, cfg, results, out) else 1
+    except KeyboardInterrupt:
+        print("specx bench: interrupted", file=sys.stderr)
+        status = 130
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+        status = 1
+    finally:
+        results["environment"]["finished"] = now()
+        save(results, out)
+        print()
+        print(report.markdown(results))
+        if temporary:
+            for path in temporary:
+                shutil.rmtree(path, ignore_errors=True)
+        else:
+            print(f"Results: {out}/results.md, results.json, results.png; logs in {out}/logs")
+    return status

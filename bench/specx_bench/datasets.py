@@ -1,0 +1,90 @@
+"""The workloads' data sets: generated once, deterministically, and cached on the local disk
+under the data directory, where they serve as slowfs's backing directories. A stamp file
+records which generator (workload, version, parameters) made a data set; a different stamp
+means the cached copy is stale and is generated again."""
+import json
+import os
+import shutil
+import sys
+import time
+
+STAMP = ".specx-dataset.json"
+
+
+def stamp(workload, params):
+    return {"workload": workload.name, "version": workload.version, "params": params}
+
+
+def read_stamp(path):
+    try:
+        with open(os.path.join(path, STAMP)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def is_current(path, want):
+    return read_stamp(path) == want
+
+
+def ensure(workload, scale, data_dir):
+    """Path of WORKLOAD's data set at SCALE, generating it first when missing or stale."""
+    params = workload.scales[scale]
+    want = stamp(workload, params)
+    path = os.path.join(data_dir, f"{workload.name}-{scale}")
+    if is_current(path, want):
+        return path
+    if os.path.exists(path):
+        print(f"[{workload.name}] cached data set {path} was made by another generator "
+              "version: generating it again", flush=True)
+        shutil.rmtree(path)
+    # Generate next to the final place and rename: an interrupted generation leaves no data
+    # set that looks complete.
+    partial = path + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial)
+    print(f"[{workload.name}] generating data set in {path}", flush=True)
+    started = time.perf_counter()
+    workload.generate(partial, params, Progress(workload.name))
+    with open(os.path.join(partial, STAMP), "w") as f:
+        json.dump(want, f, indent=1)
+    os.rename(partial, path)
+    print(f"[{workload.name}] data set ready: {human_bytes(size(path))} in "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
+    return path
+
+
+def size(path):
+    """Bytes of file data under PATH (the stamp not counted)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            if name != STAMP:
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def human_bytes(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+
+
+class Progress:
+    """Progress of a long generation on one terminal line, at most a few updates a second."""
+
+    def __init__(self, name):
+        self.name = name
+        self.last = 0.0
+
+    def __call__(self, done, total, what):
+        now = time.monotonic()
+        if done < total and now - self.last < 0.5:
+            return
+        self.last = now
+        end = "\n" if done >= total else ""
+        if sys.stdout.isatty():
+            print(f"\r[{self.name}] {what}: {done:,}/{total:,}", end=end, flush=True)
+        elif done >= total:
+            print(f"[{self.name}] {what}: {done:,}/{total:,}", flush=True)

@@ -1,0 +1,89 @@
+"""The ways each workload is run. A mode is a name, a description, what to do to the page
+cache before each run, and optionally a wrapper around the timed process (the program, or the
+server for server workloads). Adding a mode is adding one entry to MODES."""
+import dataclasses
+import json
+from typing import Callable, Optional
+
+from . import components
+
+# What a mode does to the page cache before each run.
+DROP_CACHES = "drop-caches"   # every file page evicted: the paper's "flushed before each run" (§3)
+TOUCH_DATA = "touch-data"     # the workload's data read and pinned in memory for the run
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    name: str
+    description: str
+    prepare: str
+    # wrap(argv, report_path) -> argv: how the timed process is started; it may write a JSON
+    # report to report_path (e.g. specx run's statistics).
+    wrap: Optional[Callable[[list, str], list]] = None
+    needs: Optional[str] = None   # component the mode cannot run without
+
+    def missing(self):
+        """None when the mode can run here, else a one-line reason."""
+        if self.needs and components.find(self.needs) is None:
+            return (f"mode '{self.name}' needs {self.needs}, which is not built or installed "
+                    f"yet (searched {':'.join(components.search_dirs()) or 'nothing'})")
+        return None
+
+    def command(self, argv, report_path):
+        return self.wrap(argv, report_path) if self.wrap else list(argv)
+
+
+def _specx_run(*options):
+    def wrap(argv, report_path):
+        return [components.specx_exe(), "run", *options, "--json", report_path, "--", *argv]
+    return wrap
+
+
+MODES = {m.name: m for m in [
+    Mode("cold", "the program as is, page cache dropped before the run (no speculation)",
+         DROP_CACHES),
+    Mode("warm", "all data resident (read and pinned in memory for the run): the CPU-bound limit",
+         TOUCH_DATA),
+    Mode("nospec", "cold, under `specx run --no-spec`: no speculation, but stall statistics "
+         "(the baseline for `specx`)", DROP_CACHES, _specx_run("--no-spec"), "specx-run"),
+    Mode("specx", "cold, under `specx run`: speculative pre-execution turns future reads "
+         "into prefetches (§4)", DROP_CACHES, _specx_run(), "specx-run"),
+]}
+
+# Modes run when --modes is not given: the comparison the paper makes (Fig. 2), less what is
+# not built yet.
+DEFAULT_MODES = ("cold", "warm", "specx")
+
+
+def parse(text):
+    """Modes named in a comma-separated list, in that order; raises ValueError."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("no modes given")
+    unknown = [n for n in names if n not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode '{unknown[0]}' (known: {', '.join(MODES)})")
+    if len(set(names)) != len(names):
+        raise ValueError("a mode is listed twice")
+    return [MODES[n] for n in names]
+
+
+def default_modes():
+    return [MODES[n] for n in DEFAULT_MODES if MODES[n].missing() is None]
+
+
+def read_report(path):
+    """The JSON report a wrapped run wrote, or None when there is none."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def stall_seconds(report):
+    """Time the normal process spent stalled on I/O (specx run's "stalls"."time_s"), or None."""
+    stalls = (report or {}).get("stalls")
+    if isinstance(stalls, dict) and isinstance(stalls.get("time_s"), (int, float)):
+        return float(stalls["time_s"])
+    return None

@@ -1,0 +1,59 @@
+"""results.png: elapsed time per mode normalized to `cold`, one group of bars per workload
+(like the paper's Fig. 2), seconds above each bar; and the device validation's bars."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"cold": "#7f7f7f", "warm": "#2ca02c", "nospec": "#aec7e8", "specx": "#1f77b4"}
+
+
+def elapsed_chart(workloads, path):
+    """Grouped bars; min–max of the runs as error bars. Workloads without a cold median are
+    left out (nothing to normalize to)."""
+    shown = [w for w in workloads
+             if any(r["mode"] == "cold" and r["median_s"] for r in w["summary"])]
+    if not shown:
+        return False
+    modes = [r["mode"] for r in shown[0]["summary"]]
+    width = 0.8 / len(modes)
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(shown) + 1), 3.6))
+    for k, mode in enumerate(modes):
+        for i, w in enumerate(shown):
+            row = next((r for r in w["summary"] if r["mode"] == mode), None)
+            cold = next(r["median_s"] for r in w["summary"] if r["mode"] == "cold")
+            if not row or row["median_s"] is None:
+                continue
+            x = i + (k - (len(modes) - 1) / 2) * width
+            y = row["median_s"] / cold
+            err = [[y - row["min_s"] / cold], [row["max_s"] / cold - y]]
+            ax.bar(x, y, width, color=COLORS.get(mode, f"C{k}"), yerr=err, capsize=2,
+                   label=mode if i == 0 else None)
+            ax.text(x, y + 0.03, f"{row['median_s']:.1f}s", ha="center", va="bottom",
+                    fontsize=7, rotation=90 if len(modes) > 3 else 0)
+    ax.set_xticks(range(len(shown)), [w["name"] for w in shown])
+    ax.set_ylabel("elapsed time / cold")
+    ax.set_ylim(0, max(1.25, ax.get_ylim()[1]))
+    ax.axhline(1.0, color="black", linewidth=0.5)
+    ax.legend(fontsize=8, ncol=len(modes))
+    ax.set_title("specx bench: elapsed time normalized to cold", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def validation_chart(validation, path):
+    """One small panel per check: the measured value, green when it meets its bar."""
+    checks = validation["checks"]
+    fig, axes = plt.subplots(1, len(checks), figsize=(2.3 * len(checks), 3))
+    for ax, c in zip(axes, checks):
+        ax.bar([0], [c["measured"]], color="#2ca02c" if c["passed"] else "#d62728")
+        if "predicted" in c:
+            ax.axhline(c["predicted"], color="black", linestyle="--", linewidth=1)
+        ax.set_xticks([0], [f"{c['measured']} {c['unit']}"])
+        ax.set_title(f"{c['check']}\nbar: {c['bar']}", fontsize=7, wrap=True)
+    fig.suptitle("slowfs device validation", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,77 @@
+"""results.md and results.json: the paper's Table 1 (what each benchmark is), the results per
+mode (Fig. 2 in numbers) and the device validation, for people and for tools."""
+import json
+
+from .datasets import human_bytes
+
+
+def _s(value, digits=2):
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def characteristics_table(workloads):
+    """Table 1: run time is the median cold run (no speculation), as in the paper."""
+    rows = []
+    for w in workloads:
+        cold = next((r for r in w["summary"] if r["mode"] == "cold"), None)
+        run_time = f"{cold['median_s']:.1f} s" if cold and cold["median_s"] is not None else "–"
+        calls = w.get("read_calls")
+        rows.append([w["name"], w["paper"], w["description"], run_time,
+                     "–" if calls is None else f"{calls:,}", human_bytes(w["dataset"]["bytes"])])
+    return _table(["Benchmark", "Paper's", "Description", "Run time (cold)", "Read calls",
+                   "Data set size"], rows)
+
+
+def results_table(workloads):
+    rows = []
+    for w in workloads:
+        for r in w["summary"]:
+            spread = "–" if r["min_s"] is None else f"{r['min_s']:.2f}–{r['max_s']:.2f}"
+            runs = f"{r['runs']}" + (f" ({r['failed']} failed)" if r["failed"] else "")
+            rows.append([w["name"], r["mode"], runs, _s(r["median_s"]), spread,
+                         "–" if r["vs_cold"] is None else f"{r['vs_cold']:.2f}",
+                         _s(r["stall_s"]),
+                         "–" if r["device_requests"] is None else f"{r['device_requests']:,}"])
+    return _table(["Workload", "Mode", "Runs", "Median elapsed (s)", "Min–max (s)", "vs cold",
+                   "I/O stall (s)", "Device requests"], rows)
+
+
+def validation_table(validation):
+    rows = [[c["check"], f"{c['measured']} {c['unit']}", c["bar"],
+             "PASS" if c["passed"] else "FAIL"] for c in validation["checks"]]
+    return _table(["Check", "Measured", "Bar", "Result"], rows)
+
+
+def markdown(results):
+    env = results["environment"]
+    out = ["# specx bench results", "",
+           f"{env['started']} – {env.get('finished', '(running)')}; kernel {env['kernel']}; "
+           f"{env['cpus']} CPUs; slowfs {' '.join(env['slowfs_options']) or '(defaults)'}; "
+           f"{env['runs']} run(s) per mode; data sets at scale `{env['scale']}`.", ""]
+    if env.get("note"):
+        out += [env["note"], ""]
+    if results.get("validation"):
+        out += ["## slowfs device validation", "", validation_table(results["validation"]), ""]
+    if results["workloads"]:
+        out += ["## Benchmark characteristics (cf. the paper's Table 1)", "",
+                characteristics_table(results["workloads"]), "",
+                "## Elapsed time per mode (cf. the paper's Fig. 2)", "",
+                results_table(results["workloads"]), "",
+                "Median of successful runs; `vs cold` is the ratio of medians; I/O stall time "
+                "is reported by `specx run` (modes `nospec`, `specx`); device requests are "
+                "those slowfs served during the timed part.", ""]
+    return "\n".join(out)
+
+
+def write(results, md_path, json_path):
+    with open(md_path, "w") as f:
+        f.write(markdown(results))
+    with open(json_path, "w") as f:
+        json.dump(results, f, indent=1)
+        f.write("\n")

@@ -1,0 +1,55 @@
+"""Keeping a data set resident for `warm` runs. Reading it right before the run is not enough
+on machines that reclaim idle page cache within seconds (DESIGN-NOTES §4: about 10 s here):
+a long run would find its later files evicted again. So the data is mapped and mlock'ed for
+the duration of the run — pinned, every page resident — and released afterwards."""
+import contextlib
+import ctypes
+import mmap
+import os
+
+from .workloads.base import walk_files
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long)
+_libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_libc.mlock.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _pin(path):
+    """Maps PATH and locks it in memory (reading what is not resident); returns the mapping
+    as (address, length), or None for an empty file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        length = os.fstat(fd).st_size
+        if length == 0:
+            return None
+        addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr == MAP_FAILED:
+            err = ctypes.get_errno()
+            raise OSError(err, f"cannot map {path}: {os.strerror(err)}")
+        if _libc.mlock(addr, length) != 0:
+            err = ctypes.get_errno()
+            _libc.munmap(addr, length)
+            raise OSError(err, f"cannot lock {path} in memory: {os.strerror(err)}")
+        return addr, length
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def pinned(paths):
+    """Every file under PATHS resident and locked in memory for the block."""
+    maps = []
+    try:
+        for top in paths:
+            for path in (walk_files(top) if os.path.isdir(top) else [top]):
+                m = _pin(path)
+                if m:
+                    maps.append(m)
+        yield
+    finally:
+        for addr, length in maps:
+            _libc.munmap(addr, length)

@@ -1,0 +1,155 @@
+"""Running a workload: cold or warm page cache, one timed process, its resource usage and the
+device's share, repeated per mode and run."""
+import dataclasses
+import os
+import pwd
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+from . import datasets, modes, readcalls, resident, slowfs
+
+
+@dataclasses.dataclass
+class Config:
+    data_dir: str
+    out_dir: str
+    scale: str
+    runs: int
+    modes: list
+    slowfs_options: list
+    read_calls: bool = True
+
+
+def drop_caches():
+    """Evicts every clean file page (the paper flushed memory before each run, §3)."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def run_command(cmd, log_path):
+    """Runs CMD with output to LOG_PATH; returns (exit status, elapsed seconds, rusage)."""
+    with open(log_path, "ab") as log:
+        log.write(f"$ {' '.join(cmd.argv)}\n".encode())
+        log.flush()
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=cmd.cwd, user=cmd.user,
+                                group=_group_of(cmd.user), extra_groups=[] if cmd.user else None)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        elapsed = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, elapsed, usage
+
+
+def _group_of(user):
+    return pwd.getpwnam(user).pw_gid if user else None
+
+
+def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
+    """One timed run of WORKLOAD in MODE; returns its record."""
+    tag = f"{workload.name}-{mode.name}-{index + 1}"
+    log = os.path.join(log_dir, tag + ".log")
+    report = os.path.join(scratch, tag + ".report")
+    wrap = lambda argv: mode.command(argv, report)  # noqa: E731
+    if mode.prepare == modes.DROP_CACHES:
+        drop_caches()
+    warm = mode.prepare == modes.TOUCH_DATA
+    with workload.session(mountpoint, params, wrap if workload.server else list, scratch, log), \
+            resident.pinned(workload.touch_paths(mountpoint, params) if warm else []):
+        cmd = workload.command(mountpoint, params, scratch)
+        if not workload.server:
+            cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
+        before = slowfs.stats(mountpoint)
+        status, elapsed, usage = run_command(cmd, log)
+        after = slowfs.stats(mountpoint)
+    record = {
+        "workload": workload.name, "mode": mode.name, "run": index + 1,
+        "elapsed_s": round(elapsed, 4), "exit_status": status, "ok": status in cmd.ok_codes,
+        "user_s": round(usage.ru_utime, 4), "sys_s": round(usage.ru_stime, 4),
+        "major_faults": usage.ru_majflt, "max_rss_kb": usage.ru_maxrss,
+        "device": slowfs.stats_diff(before, after), "log": os.path.basename(log),
+        "report": None, "stall_s": None,
+    }
+    if os.path.exists(report):
+        # Keep what the wrapper reported next to the run's log; JSON reports go in the record.
+        record["report_file"] = os.path.basename(report)
+        shutil.move(report, os.path.join(log_dir, record["report_file"]))
+        record["report"] = modes.read_report(os.path.join(log_dir, record["report_file"]))
+        record["stall_s"] = modes.stall_seconds(record["report"])
+    return record
+
+
+def progress_line(r):
+    dev = r.get("device") or {}
+    parts = [f"[{r['workload']}] {r['mode']} run {r['run']}: {r['elapsed_s']:.2f} s"]
+    if dev:
+        parts.append(f"{dev.get('requests', 0):,} device requests, "
+                     f"{datasets.human_bytes(dev.get('bytes', 0))}")
+    if r.get("stall_s") is not None:
+        parts.append(f"I/O stalls {r['stall_s']:.2f} s")
+    if not r["ok"]:
+        parts.append(f"FAILED (exit status {r['exit_status']}, see {r['log']})")
+    return " — ".join(parts)
+
+
+def bench_workload(workload, cfg, log_dir):
+    """Prepares WORKLOAD's data set, mounts it, runs every mode cfg.runs times (interleaved,
+    so that drift in the machine's state spreads over all modes) and counts read calls."""
+    root_backing = datasets.ensure(workload, cfg.scale, cfg.data_dir)
+    params = workload.scales[cfg.scale]
+    mountpoint = os.path.join(cfg.data_dir, ".mnt", workload.name)
+    scratch = tempfile.mkdtemp(prefix=f"specx-bench-{workload.name}-")
+    os.chmod(scratch, 0o777)   # servers run as their own user and write reports here
+    result = {"name": workload.name, "paper": workload.paper,
+              "description": workload.description, "scale": cfg.scale, "params": params,
+              "dataset": {"path": root_backing, "bytes": datasets.size(root_backing),
+                          "generator_version": workload.version},
+              "tools": workload.tool_versions(), "runs": []}
+    try:
+        with slowfs.mounted(root_backing, mountpoint, cfg.slowfs_options):
+            result["device"] = slowfs.stats(mountpoint)
+            for i in range(cfg.runs):
+                for mode in cfg.modes:
+                    r = run_once(workload, mode, i, mountpoint, params, scratch, log_dir)
+                    result["runs"].append(r)
+                    print(progress_line(r), flush=True)
+            if cfg.read_calls:
+                result["read_calls"] = readcalls.count(
+                    lambda mode: run_once(workload, mode, 0, mountpoint, params, scratch,
+                                          log_dir), log_dir)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def summarize(runs, mode_names):
+    """Per mode: runs, median/min/max elapsed, ratio of medians to `cold`, median stall time
+    and device requests (successful runs only)."""
+    rows = []
+    for name in mode_names:
+        ok = [r for r in runs if r["mode"] == name and r["ok"]]
+        failed = sum(1 for r in runs if r["mode"] == name and not r["ok"])
+        times = [r["elapsed_s"] for r in ok]
+        stalls = [r["stall_s"] for r in ok if r.get("stall_s") is not None]
+        requests = [r["device"]["requests"] for r in ok if r.get("device")]
+        rows.append({
+            "mode": name, "runs": len(ok), "failed": failed,
+            "median_s": statistics.median(times) if times else None,
+            "min_s": min(times) if times else None, "max_s": max(times) if times else None,
+            "stall_s": statistics.median(stalls) if stalls else None,
+            "device_requests": int(statistics.median(requests)) if requests else None,
+        })
+    cold = next((r["median_s"] for r in rows if r["mode"] == "cold"), None)
+    for row in rows:
+        row["vs_cold"] = (row["median_s"] / cold if cold and row["median_s"] is not None
+                          else None)
+    return rows
