@@ -4,6 +4,7 @@ quick; no test asserts on timing (the benchmark `specx bench slowfs` measures th
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import pathlib
 import pwd
@@ -118,6 +119,23 @@ def test_writes_reach_the_backing_directory(mounted):
     os.unlink(mnt / "dir" / "moved.bin")
     os.rmdir(mnt / "dir")
     assert sorted(os.listdir(backing)) == sorted(os.listdir(mnt)) == ["d0", "d1", "d2", "d3", "link"]
+
+
+def test_direct_io_reads_and_writes(mounted):
+    backing, mnt = mounted
+    size = 4 * 65536
+    data = os.urandom(size)
+    (backing / "direct.bin").write_bytes(data)
+    buf = mmap.mmap(-1, size)  # page-aligned, as O_DIRECT wants
+    fd = os.open(mnt / "direct.bin", os.O_RDWR | os.O_DIRECT)
+    try:
+        assert os.preadv(fd, [buf], 0) == size
+        assert bytes(buf) == data
+        buf[:4096] = b"D" * 4096
+        assert os.pwritev(fd, [memoryview(buf)[:4096]], 65536) == 4096
+    finally:
+        os.close(fd)
+    assert (backing / "direct.bin").read_bytes()[65536:65536 + 4096] == b"D" * 4096
 
 
 def test_unlinked_open_file_stays_readable(mounted):

@@ -230,9 +230,17 @@ static int attach_file(int fd, struct fuse_file_info *fi)
     return 0;
 }
 
+/* Flags for the backing open. O_DIRECT is the kernel's business on the mount (it bypasses
+ * the mount's page cache); on the backing file it would only make our reads into libfuse's
+ * unaligned buffers fail with EINVAL. Durability comes from fsync, which is passed on. */
+static int backing_flags(int flags)
+{
+    return (flags & ~(O_NOFOLLOW | O_DIRECT)) | O_CLOEXEC;
+}
+
 static int sf_open(const char *path, struct fuse_file_info *fi)
 {
-    int fd = openat(state()->backing_fd, rel(path), (fi->flags & ~O_NOFOLLOW) | O_CLOEXEC);
+    int fd = openat(state()->backing_fd, rel(path), backing_flags(fi->flags));
     if (fd < 0)
         return -errno;
     return attach_file(fd, fi);
@@ -242,7 +250,7 @@ static int sf_open(const char *path, struct fuse_file_info *fi)
 static int sf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     int dirfd = state()->backing_fd;
-    int flags = (fi->flags & ~O_NOFOLLOW) | O_CLOEXEC;
+    int flags = backing_flags(fi->flags);
     int fd = openat(dirfd, rel(path), flags | O_CREAT | O_EXCL, mode);
     if (fd < 0 && errno == EEXIST && !(flags & O_EXCL))
         return sf_open(path, fi);
