@@ -81,6 +81,20 @@ def test_every_file_reads_back_identical(mounted):
     assert sha256(mnt / "link") == sha256(backing / "d0/nested/f7.bin")
 
 
+def test_large_directory_lists_completely(mounted):
+    """Thousands of entries take many readdir calls, each resuming at the kernel's offset."""
+    backing, mnt = mounted
+    big = backing / "big"
+    big.mkdir()
+    names = {f"entry-with-a-long-name-{i:05d}" for i in range(3000)}
+    for name in names:
+        (big / name).touch()
+    assert set(os.listdir(mnt / "big")) == names
+    with os.scandir(mnt / "big") as it:  # READDIRPLUS answers carry each entry's inode
+        inodes = {e.name: e.inode() for e in it}
+    assert all(inodes[n] == os.stat(big / n).st_ino for n in list(names)[:100])
+
+
 def test_writes_reach_the_backing_directory(mounted):
     backing, mnt = mounted
     data = os.urandom(300_000)
