@@ -252,8 +252,10 @@ static int sf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int dirfd = state()->backing_fd;
     int flags = backing_flags(fi->flags);
     int fd = openat(dirfd, rel(path), flags | O_CREAT | O_EXCL, mode);
-    if (fd < 0 && errno == EEXIST && !(flags & O_EXCL))
-        return sf_open(path, fi);
+    if (fd < 0 && errno == EEXIST && !(flags & O_EXCL)) {
+        fd = openat(dirfd, rel(path), flags & ~O_CREAT); /* someone else's: owner stays */
+        return fd < 0 ? -errno : attach_file(fd, fi);
+    }
     if (fd < 0)
         return -errno;
     int ret = created_or_undo(path, 0);
