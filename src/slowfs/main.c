@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,9 @@
 #include "options.h"
 #include "passthrough.h"
 #include "util.h"
+
+/* Nice value of the server's threads: well ahead of ordinary programs, not real-time. */
+#define SERVER_NICE -10
 
 /* Worker threads beyond the requests the kernel may have in flight, for synchronous ones. */
 #define SPARE_THREADS 16
@@ -77,6 +81,11 @@ static int mount_and_serve(const struct slowfs_options *o)
     /* Modelled times are met by absolute sleeps: without slack they end on time (threads
      * created later inherit this). */
     prctl(PR_SET_TIMERSLACK, 1UL);
+    /* A device's timing does not depend on how busy the CPUs are: the server's threads mostly
+     * sleep, and when one wakes to complete a request it should run at once, not after the
+     * programs being measured (and the speculative processes) have used their time slices.
+     * Threads inherit the nice value of the thread that creates them. */
+    setpriority(PRIO_PROCESS, 0, SERVER_NICE);
 
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     build_fuse_args(&args, backing);
