@@ -1,6 +1,5 @@
 #include "control.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/mman.h>

@@ -1,7 +1,6 @@
 #include "residency.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>

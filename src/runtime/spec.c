@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "residency.h"
 #include "runtime.h"
 #include "sandbox.h"
 
