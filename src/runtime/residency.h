@@ -28,8 +28,9 @@ static inline uint64_t specx_clamp_to_eof(uint64_t off, uint64_t len, uint64_t s
 /* Counts the pages of [off, off + len) of regular file fd that are in the page cache,
  * including pages whose read is still in flight (so "absent" means nobody asked for them).
  * Uses cachestat(2); on kernels without it, mincore(2) over a temporary mapping (which only
- * sees completed pages). Returns the count, or -1 when fd has no page cache to ask
- * (pipe, socket, tty...): not a stall. */
+ * sees completed pages). Returns the count, or -1 on error (not a stall). Ask about regular
+ * files only: cachestat answers 0 pages, not an error, for a pipe or a terminal (measured
+ * on Linux 6.18), which would look like a stall. */
 int64_t specx_cached_pages(int fd, uint64_t off, uint64_t len);
 
 /* Marks in vec (one byte per page of [off, off + len), bit 0) the pages whose data is in
