@@ -81,7 +81,13 @@ void run_report_table(FILE *out, const struct run_result *r)
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",
             "readahead switches", t->fadv_random + t->fadv_normal, t->fadv_random,
             t->fadv_normal);
-    fprintf(out, "  %-40s %12zu\n", "processes", r->stats.nprocs);
+    size_t threaded = 0;
+    for (size_t i = 0; i < r->stats.nprocs; i++)
+        threaded += (r->stats.procs[i].flags & SPECX_SLOT_THREADED) != 0;
+    fprintf(out, "  %-40s %12zu", "processes", r->stats.nprocs);
+    if (threaded)
+        fprintf(out, "  %zu stopped speculating at a second thread", threaded);
+    fputc('\n', out);
     if (r->stats.lost)
         fprintf(out, "  %-40s %12u\n", "processes not counted (table full)", r->stats.lost);
     fprintf(out, "  %-40s %12s  %.3f s\n", "elapsed", "", seconds(r->elapsed_ns));
