@@ -105,8 +105,10 @@ static bool child_still_running(void)
     return false;
 }
 
-/* In the new process: sever it from the program's life and give it only idle resources
- * (§4.1.1, §4.1.3), then seal it in the sandbox before it runs any program code. */
+/* In the new process: sever it from the program's life (§4.1.1), then seal it in the sandbox
+ * before it runs any program code. Its priority is lowered by the program once it is sealed
+ * (demote_child): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
+ * machine, all of it spent by the program waiting for the copy to be ready. */
 static void become_speculative(pid_t program)
 {
     specx.role = SPECX_ROLE_SPEC;
@@ -117,9 +119,6 @@ static void become_speculative(pid_t program)
     /* Its own process group: terminal and job-control signals aimed at the program's group
      * must not run the program's handlers a second time in here. */
     setpgid(0, 0);
-    struct sched_param idle = { 0 };
-    sched_setscheduler(0, SCHED_IDLE, &idle);
-    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
     const struct specx_region keep[] = {
         { specx.ctl, sizeof *specx.ctl },
         { specx.slot, SPECX_STATS_PAGE },
@@ -129,6 +128,15 @@ static void become_speculative(pid_t program)
         _exit(127);
     }
     specx_control_report_ready(specx.ctl, specx.ctl->generation);
+}
+
+/* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
+ * runnable, the disk in the idle I/O class. */
+static void demote_child(void)
+{
+    struct sched_param idle = { 0 };
+    sched_setscheduler(specx.child, SCHED_IDLE, &idle);
+    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, specx.child, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
 }
 
 /* Clones the program as it is now. Returns true in the speculative process. */
@@ -157,8 +165,10 @@ static bool clone_speculative(void)
 static bool child_started(void)
 {
     uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
-    if (seen != SPECX_READY_FAILED)
+    if (seen != SPECX_READY_FAILED) {
+        demote_child();
         return true;
+    }
     reaped(specx.child, 0);
     specx.child = 0;
     SPECX_COUNT(spec_failed, 1);
