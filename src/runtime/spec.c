@@ -207,10 +207,13 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         become_speculative(program);
         return true;
     }
+    uint64_t t_clone = specx_now_ns();
     bool started = specx.child > 0 && child_started();
     if (started)
-        specx_log("pid %d: speculative process %d %s at fd %d offset %llu", specx.pid, specx.child,
-                  sync ? "synchronized" : "created", stall->fd, (unsigned long long)stall->off);
+        specx_log("pid %d: speculative process %d %s at fd %d offset %llu, ready in %llu us",
+                  specx.pid, specx.child, sync ? "synchronized" : "created", stall->fd,
+                  (unsigned long long)stall->off,
+                  (unsigned long long)(specx_now_ns() - t_clone) / 1000);
     if (sync) {
         SPECX_COUNT(sync_completed, started);
         SPECX_COUNT(sync_ns, specx_now_ns() - t0);

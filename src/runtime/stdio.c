@@ -258,6 +258,7 @@ static int fseek_path(int (*real)(FILE *, off_t, int), FILE *fp, off_t off, int 
     off_t start = target - (off_t)((uint64_t)target % block);
     switch (specx_read_begin(&r, fp->_fileno, &range, 1, start)) {
     case SPECX_READ_EMULATE: /* the stalled read that created this speculative process */
+        specx_prefetch_read(&r, &range, 1, start); /* prefetches what follows it */
         return emulate_seek(fp, target);
     case SPECX_READ_ACCOUNT: {
         int ret = real(fp, off, whence);
