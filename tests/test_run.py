@@ -120,8 +120,10 @@ def test_report_and_json_shape(specx, tmp_path):
     assert "I/O stalls of normal execution" in proc.stderr
     assert "speculative prefetches" in proc.stderr
     assert report["exit_status"] == 3 and report["signal"] is None
-    assert report["stalls"] == {"count": report["total"]["stalls"],
-                                "time_s": pytest.approx(report["total"]["stall_ns"] / 1e9, abs=1e-6)}
+    both = report["total"]["stall_ns"] + report["total"]["inflight_wait_ns"]
+    assert report["stalls"] == {
+        "count": report["total"]["stalls"] + report["total"]["inflight_waits"],
+        "time_s": pytest.approx(both / 1e9, abs=1e-6)}
     assert report["command"] == ["sh", "-c", "cat /etc/hostname >/dev/null; exit 3"]
     total = report["total"]
     for key in ("stalls", "stall_ns", "spec_prefetches", "spec_bytes", "unused_prefetches",
