@@ -27,6 +27,15 @@ def python(code, *args):
     return [PY, "-c", code, *map(str, args)]
 
 
+def assert_no_process_with(marker):
+    """No process (a speculative copy has its program's command line) outlives the run."""
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            assert marker.encode() not in cmdline.read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+
+
 READ_ALL = "import sys\nfor p in sys.argv[1:]:\n    open(p, 'rb').read()\n"
 
 
@@ -195,12 +204,7 @@ def test_speculative_process_is_invisible_and_leaves_nothing(specx, tmp_path, co
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "only its own child\n"
     assert report["total"]["spec_created"] >= 1  # there was a speculative process to hide
-    # no speculative process (a copy of the program, same command line) outlives the run
-    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            assert marker.encode() not in cmdline.read_bytes()
-        except (FileNotFoundError, ProcessLookupError):
-            pass
+    assert_no_process_with(marker)
 
 
 @pytest.fixture(scope="module")
@@ -237,3 +241,18 @@ def test_stdio_readers_get_the_same_result(specx, tmp_path, cold_objects, cold_t
     drop_caches()
     proc = run_specx("run", "--", "sed", "-n", "/[0-4]a/p", *cold_tree)
     assert proc.returncode == 0 and proc.stdout.encode() == plain_sed
+
+
+@pytest.mark.root
+def test_exec_ends_the_speculative_process_first(specx, tmp_path, cold_tree):
+    marker = f"specx-test-{uuid.uuid4().hex}"
+    code = READ_ALL + f"import os\nos.execv('/bin/sh', ['sh', '-c', 'exit 4'])  # {marker}\n"
+    drop_caches()
+    proc, report = run_json(tmp_path, *python(code, *cold_tree))
+    assert proc.returncode == 4
+    reader = next(p for p in report["processes"] if p["argv0"] == PY)
+    assert reader["spec_created"] >= 1
+    assert reader["spec_ended"] == reader["spec_created"]  # reaped before the exec
+    assert "ended" in reader["flags"]
+    assert any(p["argv0"] == "sh" and p["pid"] == reader["pid"] for p in report["processes"])
+    assert_no_process_with(marker)
