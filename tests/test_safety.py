@@ -136,9 +136,9 @@ def run_once(env, argv, speculate, stdin=STDIN, during=None):
 def assert_same(env, argv, during=None, need_speculation=True):
     plain, _ = run_once(env, argv, speculate=False)
     speculated, stats = run_once(env, argv, speculate=True, during=during)
+    # Exit status first: when it differs, it explains the rest.
+    assert (speculated.returncode, speculated.stderr) == (plain.returncode, plain.stderr)
     assert speculated.stdout == plain.stdout
-    assert speculated.stderr == plain.stderr
-    assert speculated.returncode == plain.returncode
     assert speculated.files == plain.files
     total = stats["total"]
     # The comparison means something only if speculative copies ran and were sandboxed.
