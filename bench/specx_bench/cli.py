@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import components, modes, plot, report, runner, validate
+from . import components, datasets, modes, plot, report, runner, validate
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"
@@ -96,11 +96,16 @@ def select_modes(args):
 
 
 def save(results, out):
+    """Writes the results files; returns their names."""
     report.write(results, os.path.join(out, "results.md"), os.path.join(out, "results.json"))
-    if results["workloads"]:
-        plot.elapsed_chart(results["workloads"], os.path.join(out, "results.png"))
+    written = ["results.md", "results.json"]
+    if results["workloads"] and plot.elapsed_chart(results["workloads"],
+                                                   os.path.join(out, "results.png")):
+        written.append("results.png")
     if results.get("validation"):
         plot.validation_chart(results["validation"], os.path.join(out, "results-slowfs.png"))
+        written.append("results-slowfs.png")
+    return written
 
 
 def run_all(names, cfg, results, out):
@@ -172,7 +177,8 @@ def main(argv=None):
         print(f"specx bench: {modes.MODES[m].missing()}: not running it", flush=True)
     status = 1
     try:
-        status = 0 if run_all(names, cfg, results, out) else 1
+        with datasets.locked(cfg.data_dir):
+            status = 0 if run_all(names, cfg, results, out) else 1
     except KeyboardInterrupt:
         print("specx bench: interrupted", file=sys.stderr)
         status = 130
@@ -182,12 +188,12 @@ def main(argv=None):
         status = 1
     finally:
         results["environment"]["finished"] = now()
-        save(results, out)
+        written = save(results, out)
         print()
         print(report.markdown(results))
         if temporary:
             for path in temporary:
                 shutil.rmtree(path, ignore_errors=True)
         else:
-            print(f"Results: {out}/results.md, results.json, results.png; logs in {out}/logs")
+            print(f"Results in {out}: {', '.join(written)}; logs in {out}/logs")
     return status

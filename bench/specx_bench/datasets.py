@@ -2,6 +2,8 @@
 under the data directory, where they serve as slowfs's backing directories. A stamp file
 records which generator (workload, version, parameters) made a data set; a different stamp
 means the cached copy is stale and is generated again."""
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -11,8 +13,30 @@ import time
 STAMP = ".specx-dataset.json"
 
 
+@contextlib.contextmanager
+def locked(data_dir):
+    """Holds DATA_DIR for this process: data sets and their mount points there are shared, so
+    a second `specx bench` on the same directory waits instead of unmounting our mounts as
+    stale or generating the same data set at the same time."""
+    os.makedirs(data_dir, exist_ok=True)
+    with open(os.path.join(data_dir, ".lock"), "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "unknown"
+            print(f"specx bench: waiting for another specx bench (pid {holder}) that uses "
+                  f"{data_dir}", flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        yield
+
+
 def stamp(workload, params):
-    return {"workload": workload.name, "version": workload.version, "params": params}
+    return {"workload": workload.name, "version": workload.version, "params": params,
+            "inputs": workload.generator_inputs()}
 
 
 def read_stamp(path):

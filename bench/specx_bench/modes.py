@@ -81,9 +81,10 @@ def read_report(path):
         return None
 
 
-def stall_seconds(report):
-    """Time the normal process spent stalled on I/O (specx run's "stalls"."time_s"), or None."""
-    stalls = (report or {}).get("stalls")
-    if isinstance(stalls, dict) and isinstance(stalls.get("time_s"), (int, float)):
-        return float(stalls["time_s"])
-    return None
+def stalls(report):
+    """(count, seconds) of the normal process's I/O stalls as `specx run` reports them
+    ("stalls": {"count", "time_s"}), or (None, None) when the report has none."""
+    found = (report or {}).get("stalls")
+    if not isinstance(found, dict):
+        return None, None
+    return found.get("count"), found.get("time_s")

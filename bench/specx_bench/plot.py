@@ -33,7 +33,7 @@ def elapsed_chart(workloads, path):
                     fontsize=7, rotation=90 if len(modes) > 3 else 0)
     ax.set_xticks(range(len(shown)), [w["name"] for w in shown])
     ax.set_ylabel("elapsed time / cold")
-    ax.set_ylim(0, max(1.25, ax.get_ylim()[1]))
+    ax.set_ylim(0, max(1.5, ax.get_ylim()[1] * 1.15))
     ax.axhline(1.0, color="black", linewidth=0.5)
     ax.legend(fontsize=8, ncol=len(modes))
     ax.set_title("specx bench: elapsed time normalized to cold", fontsize=10)

@@ -9,6 +9,12 @@ def _s(value, digits=2):
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _ratio(value):
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+
+
 def _table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -34,12 +40,13 @@ def results_table(workloads):
         for r in w["summary"]:
             spread = "–" if r["min_s"] is None else f"{r['min_s']:.2f}–{r['max_s']:.2f}"
             runs = f"{r['runs']}" + (f" ({r['failed']} failed)" if r["failed"] else "")
+            stalls = ("–" if r["stall_s"] is None
+                      else f"{r['stalls']:,} / {r['stall_s']:.2f} s")
             rows.append([w["name"], r["mode"], runs, _s(r["median_s"]), spread,
-                         "–" if r["vs_cold"] is None else f"{r['vs_cold']:.2f}",
-                         _s(r["stall_s"]),
+                         _ratio(r["vs_cold"]), stalls,
                          "–" if r["device_requests"] is None else f"{r['device_requests']:,}"])
     return _table(["Workload", "Mode", "Runs", "Median elapsed (s)", "Min–max (s)", "vs cold",
-                   "I/O stall (s)", "Device requests"], rows)
+                   "I/O stalls (count / time)", "Device requests"], rows)
 
 
 def validation_table(validation):
@@ -50,10 +57,11 @@ def validation_table(validation):
 
 def markdown(results):
     env = results["environment"]
+    runs = f"{env['runs']} run(s) per mode; " if results["workloads"] else ""
     out = ["# specx bench results", "",
            f"{env['started']} – {env.get('finished', '(running)')}; kernel {env['kernel']}; "
-           f"{env['cpus']} CPUs; slowfs {' '.join(env['slowfs_options']) or '(defaults)'}; "
-           f"{env['runs']} run(s) per mode; data sets at scale `{env['scale']}`.", ""]
+           f"{env['cpus']} CPUs; slowfs {' '.join(env['slowfs_options'])}; {runs}"
+           f"data sets at scale `{env['scale']}`.", ""]
     if env.get("note"):
         out += [env["note"], ""]
     if results.get("validation"):
@@ -63,8 +71,8 @@ def markdown(results):
                 characteristics_table(results["workloads"]), "",
                 "## Elapsed time per mode (cf. the paper's Fig. 2)", "",
                 results_table(results["workloads"]), "",
-                "Median of successful runs; `vs cold` is the ratio of medians; I/O stall time "
-                "is reported by `specx run` (modes `nospec`, `specx`); device requests are "
+                "Median of successful runs; `vs cold` is the ratio of medians; I/O stalls "
+                "are reported by `specx run` (modes `nospec`, `specx`; cf. the paper's Table 2); device requests are "
                 "those slowfs served during the timed part.", ""]
     return "\n".join(out)
 

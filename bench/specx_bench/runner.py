@@ -77,14 +77,14 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
         "user_s": round(usage.ru_utime, 4), "sys_s": round(usage.ru_stime, 4),
         "major_faults": usage.ru_majflt, "max_rss_kb": usage.ru_maxrss,
         "device": slowfs.stats_diff(before, after), "log": os.path.basename(log),
-        "report": None, "stall_s": None,
+        "report": None, "stalls": None, "stall_s": None,
     }
     if os.path.exists(report):
         # Keep what the wrapper reported next to the run's log; JSON reports go in the record.
         record["report_file"] = os.path.basename(report)
         shutil.move(report, os.path.join(log_dir, record["report_file"]))
         record["report"] = modes.read_report(os.path.join(log_dir, record["report_file"]))
-        record["stall_s"] = modes.stall_seconds(record["report"])
+        record["stalls"], record["stall_s"] = modes.stalls(record["report"])
     return record
 
 
@@ -95,7 +95,7 @@ def progress_line(r):
         parts.append(f"{dev.get('requests', 0):,} device requests, "
                      f"{datasets.human_bytes(dev.get('bytes', 0))}")
     if r.get("stall_s") is not None:
-        parts.append(f"I/O stalls {r['stall_s']:.2f} s")
+        parts.append(f"{r['stalls']:,} I/O stalls, {r['stall_s']:.2f} s")
     if not r["ok"]:
         parts.append(f"FAILED (exit status {r['exit_status']}, see {r['log']})")
     return " — ".join(parts)
@@ -139,12 +139,14 @@ def summarize(runs, mode_names):
         ok = [r for r in runs if r["mode"] == name and r["ok"]]
         failed = sum(1 for r in runs if r["mode"] == name and not r["ok"])
         times = [r["elapsed_s"] for r in ok]
+        stall_counts = [r["stalls"] for r in ok if r.get("stalls") is not None]
         stalls = [r["stall_s"] for r in ok if r.get("stall_s") is not None]
         requests = [r["device"]["requests"] for r in ok if r.get("device")]
         rows.append({
             "mode": name, "runs": len(ok), "failed": failed,
             "median_s": statistics.median(times) if times else None,
             "min_s": min(times) if times else None, "max_s": max(times) if times else None,
+            "stalls": int(statistics.median(stall_counts)) if stall_counts else None,
             "stall_s": statistics.median(stalls) if stalls else None,
             "device_requests": int(statistics.median(requests)) if requests else None,
         })

@@ -151,8 +151,12 @@ def mismatched_files(mounted, backing):
 
 
 def check(name, measured, unit, bar, passed, **detail):
-    return {"check": name, "measured": measured, "unit": unit, "bar": bar,
-            "passed": bool(passed), **detail}
+    """One check's record; its result is printed as it is known (a progress line)."""
+    c = {"check": name, "measured": measured, "unit": unit, "bar": bar, "passed": bool(passed),
+         **detail}
+    print(f"[slowfs] {name}: {measured} {unit} (bar: {bar}) {'PASS' if passed else 'FAIL'}",
+          flush=True)
+    return c
 
 
 def run(cfg):
