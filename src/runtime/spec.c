@@ -70,6 +70,10 @@ static void kill_child(void)
 {
     pid_t pid = specx.child;
     specx.child = 0;
+    /* Only a child still ours is killed: a program that waits with __WALL may have reaped it,
+     * and its pid may belong to someone else now. */
+    if (reaped(pid, WNOHANG))
+        return;
     kill(pid, SIGKILL);
     if (reaped(pid, WNOHANG))
         return;
