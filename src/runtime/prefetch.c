@@ -42,9 +42,9 @@ static uint64_t prefetch_size(int fd, const struct stat *st, uint64_t off)
     struct window *w = &windows[fd];
     bool sequential = w->dev == (uint64_t)st->st_dev && w->ino == (uint64_t)st->st_ino &&
                       w->next == off;
-    uint32_t size = sequential && w->size < MAX_PREFETCH ? 2 * w->size : MIN_PREFETCH;
-    if (sequential && w->size >= MAX_PREFETCH)
-        size = MAX_PREFETCH;
+    uint32_t size = MIN_PREFETCH;
+    if (sequential)
+        size = w->size < MAX_PREFETCH / 2 ? 2 * w->size : MAX_PREFETCH;
     *w = (struct window){ st->st_dev, st->st_ino, 0, size };
     return size;
 }
@@ -68,8 +68,6 @@ static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
     }
 }
 
-/* Data not in memory: prefetch it, unless it is already on its way (the program's own read,
- * kernel readahead, an earlier prefetch), which must not be waited for either. */
 /* Prefetches [off, off+len), widened to the descriptor's window, unless all of that is in
  * memory or on its way (the program's own read, kernel readahead, an earlier prefetch): that
  * must not be waited for either. */
