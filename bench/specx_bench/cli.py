@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import components, datasets, modes, plot, report, runner, validate
+from . import components, datasets, modes, report, runner, validate
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"
@@ -97,6 +97,7 @@ def select_modes(args):
 
 def save(results, out):
     """Writes the results files; returns their names."""
+    from . import plot   # matplotlib is slow to import: only when there is something to draw
     report.write(results, os.path.join(out, "results.md"), os.path.join(out, "results.json"))
     written = ["results.md", "results.json"]
     if results["workloads"] and plot.elapsed_chart(results["workloads"],

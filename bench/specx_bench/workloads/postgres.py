@@ -75,6 +75,7 @@ class Postgres(Workload):
         return {"postgres": first_line([os.path.join(bindir(), "postgres"), "--version"])}
 
     def generate(self, dest, params, progress):
+        require_reachable(dest)
         pgdata = os.path.join(dest, "pgdata")
         shutil.chown(dest, USER)
         run_as_postgres([os.path.join(bindir(), "initdb"), "-D", pgdata, "--no-sync",
@@ -105,6 +106,7 @@ class Postgres(Workload):
 
     @contextlib.contextmanager
     def session(self, root, params, wrap, scratch, log):
+        require_reachable(root)
         with open(log, "ab") as out, server(os.path.join(root, "pgdata"), wrap, out,
                                             socket_dir(scratch)) as sock:
             try:
@@ -115,6 +117,17 @@ class Postgres(Workload):
 
     def tool_versions(self):
         return {"postgres": first_line([os.path.join(bindir(), "postgres"), "--version"])}
+
+
+def require_reachable(path):
+    """Fails clearly when the server's user cannot reach PATH (a data directory under a
+    private home directory, say)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent != "/":
+        if not os.stat(parent).st_mode & 0o001:
+            raise SystemExit(f"specx bench: user {USER} cannot reach {path}: {parent} is not "
+                             "searchable by others; use a --data-dir such as /var/tmp/specx-data")
+        parent = os.path.dirname(parent)
 
 
 def socket_dir(parent):

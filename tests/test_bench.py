@@ -1,0 +1,333 @@
+"""specx bench: the harness's logic (no root), its workload programs, and end-to-end runs of
+tiny workloads over a real slowfs mount (root). No timing is asserted anywhere."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import BUILD, REPO, run_specx
+
+sys.path.insert(0, str(REPO / "bench"))
+from specx_bench import datasets, modes, readcalls, report, runner, slowfs, validate  # noqa: E402
+from specx_bench.workloads import WORKLOADS  # noqa: E402
+from specx_bench.workloads.base import Workload  # noqa: E402
+
+PROGRAMS = BUILD / "bench" / "programs"
+
+
+# --- modes -------------------------------------------------------------------------------------
+
+def test_mode_registry_has_the_paper_comparison():
+    assert list(modes.MODES) == ["cold", "warm", "nospec", "specx"]
+    assert modes.MODES["cold"].prepare == modes.DROP_CACHES
+    assert modes.MODES["warm"].prepare == modes.TOUCH_DATA
+
+
+def test_mode_list_parsing():
+    assert [m.name for m in modes.parse("warm, cold")] == ["warm", "cold"]
+    for bad, why in (("cold,bogus", "unknown mode 'bogus'"), ("cold,cold", "twice"),
+                     (" , ", "no modes")):
+        with pytest.raises(ValueError, match=why):
+            modes.parse(bad)
+
+
+def test_specx_modes_wrap_the_command_with_specx_run(monkeypatch):
+    monkeypatch.setenv("SPECX_EXE", "/opt/specx")
+    assert modes.MODES["specx"].command(["grep", "x"], "/r.json") == \
+        ["/opt/specx", "run", "--json", "/r.json", "--", "grep", "x"]
+    assert modes.MODES["nospec"].command(["grep"], "/r.json") == \
+        ["/opt/specx", "run", "--no-spec", "--json", "/r.json", "--", "grep"]
+    assert modes.MODES["cold"].command(["grep", "x"], "/r.json") == ["grep", "x"]
+
+
+def test_a_mode_whose_component_is_missing_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECX_LIBEXEC_PATH", str(tmp_path))
+    assert "needs specx-run" in modes.MODES["specx"].missing()
+    assert modes.MODES["cold"].missing() is None
+    assert [m.name for m in modes.default_modes()] == ["cold", "warm"]
+
+
+def test_stalls_come_from_the_specx_run_report():
+    assert modes.stalls({"stalls": {"count": 12, "time_s": 0.5}}) == (12, 0.5)
+    assert modes.stalls(None) == (None, None)
+    assert modes.stalls({"other": 1}) == (None, None)
+
+
+# --- statistics and reports -----------------------------------------------------------------------
+
+def run_record(mode, elapsed, ok=True, stalls=None):
+    return {"mode": mode, "elapsed_s": elapsed, "ok": ok, "device": {"requests": 10},
+            "stalls": stalls and stalls[0], "stall_s": stalls and stalls[1]}
+
+
+def test_summary_takes_medians_of_successful_runs_and_ratios_to_cold():
+    runs = [run_record("cold", 10.0), run_record("cold", 30.0), run_record("cold", 20.0),
+            run_record("specx", 4.0, stalls=(5, 1.0)), run_record("specx", 6.0, stalls=(7, 3.0)),
+            run_record("specx", 99.0, ok=False)]
+    cold, specx = runner.summarize(runs, ["cold", "specx"])
+    assert (cold["median_s"], cold["min_s"], cold["max_s"], cold["vs_cold"]) == (20.0, 10.0, 30.0, 1.0)
+    assert (specx["runs"], specx["failed"], specx["median_s"]) == (2, 1, 5.0)
+    assert specx["vs_cold"] == pytest.approx(0.25)
+    assert (specx["stalls"], specx["stall_s"]) == (6, 2.0)
+    assert cold["stall_s"] is None
+
+
+def test_summary_without_cold_has_no_ratio():
+    (warm,) = runner.summarize([run_record("warm", 1.0)], ["warm"])
+    assert warm["vs_cold"] is None
+
+
+def sample_results():
+    runs = [run_record("cold", 42.0), run_record("warm", 0.25),
+            run_record("specx", 21.0, stalls=(4239, 17.0))]
+    workload = {"name": "grep", "paper": "Agrep", "description": "text search",
+                "dataset": {"bytes": 105_000_000}, "read_calls": 9385, "runs": runs,
+                "summary": runner.summarize(runs, ["cold", "warm", "specx"])}
+    env = {"started": "2026-01-01T00:00:00+00:00", "finished": "2026-01-01T00:01:00+00:00",
+           "kernel": "6.18", "cpus": 2, "slowfs_options": ["--preset", "paper2003"], "runs": 1,
+           "scale": "full"}
+    return {"environment": env, "workloads": [workload], "validation": None}
+
+
+def test_markdown_has_table1_and_results_rows():
+    md = report.markdown(sample_results())
+    assert "| grep | Agrep | text search | 42.0 s | 9,385 | 105.0 MB |" in md
+    assert "| grep | cold | 1 | 42.00 | 42.00–42.00 | 1.00 | – | 10 |" in md
+    assert "| grep | warm | 1 | 0.25 | 0.25–0.25 | 0.006 | – | 10 |" in md
+    assert "| grep | specx | 1 | 21.00 | 21.00–21.00 | 0.50 | 4,239 / 17.00 s | 10 |" in md
+
+
+def test_results_files_are_written_and_json_round_trips(tmp_path):
+    from specx_bench import plot
+    results = sample_results()
+    report.write(results, tmp_path / "r.md", tmp_path / "r.json")
+    assert json.loads((tmp_path / "r.json").read_text()) == results
+    assert plot.elapsed_chart(results["workloads"], tmp_path / "r.png")
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_validation_table_marks_failures():
+    md = report.validation_table({"checks": [
+        {"check": "a", "measured": 1, "unit": "ms", "bar": "≤ 2", "passed": True},
+        {"check": "b", "measured": 9, "unit": "%", "bar": "≤ 5 %", "passed": False}]})
+    assert "| a | 1 ms | ≤ 2 | PASS |" in md and "| b | 9 % | ≤ 5 % | FAIL |" in md
+
+
+def test_read_calls_parsed_from_strace_summary():
+    with_errors = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 90.00    0.000900           1       900        12 read
+ 10.00    0.000100           1       100           pread64
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.001000           1      1000        12 total
+"""
+    assert readcalls.parse(with_errors) == 1000
+    assert readcalls.parse(with_errors.replace("        12 total", "           total")) == 1000
+    assert readcalls.parse("strace: something else\n") is None
+
+
+def test_device_statistics_difference():
+    before = {"preset": "p", "model": {"disks": 2}, "pid": 7, "uptime_s": 1.0, "requests": 5,
+              "classes": {"regular": {"requests": 5, "service_s": 1.0}},
+              "disks": [{"requests": 2}, {"requests": 3}]}
+    after = {"preset": "p", "model": {"disks": 2}, "pid": 7, "uptime_s": 9.0, "requests": 8,
+             "classes": {"regular": {"requests": 8, "service_s": 1.5}},
+             "disks": [{"requests": 2}, {"requests": 6}]}
+    assert slowfs.stats_diff(before, after) == {
+        "requests": 3, "classes": {"regular": {"requests": 3, "service_s": 0.5}},
+        "disks": [{"requests": 0}, {"requests": 3}]}
+    assert slowfs.stats_diff(None, after) is None
+
+
+def test_model_prediction_of_one_read():
+    model = {"latency_ms": 12, "bandwidth_mbps": 40, "bus_mbps": 20}
+    assert validate.predicted_read_s(model, 4000) == pytest.approx(0.012 + 4000 / 20e6)
+    model["bus_mbps"] = 0
+    assert validate.predicted_read_s(model, 4000) == pytest.approx(0.012 + 4000 / 40e6)
+
+
+# --- data sets ----------------------------------------------------------------------------------
+
+class Counting(Workload):
+    name = "counting"
+    version = 1
+    scales = {"test": {"n": 3}}
+    made = 0
+
+    def generate(self, dest, params, progress):
+        Counting.made += 1
+        for i in range(params["n"]):
+            pathlib.Path(dest, f"f{i}").write_text("x" * i)
+
+
+def test_data_sets_are_cached_under_their_stamp(tmp_path):
+    w = Counting()
+    path = datasets.ensure(w, "test", str(tmp_path))
+    assert datasets.ensure(w, "test", str(tmp_path)) == path
+    assert Counting.made == 1
+    assert datasets.size(path) == 0 + 1 + 2
+    w.version = 2          # a changed generator makes the cached copy stale
+    datasets.ensure(w, "test", str(tmp_path))
+    assert Counting.made == 2
+    w.scales = {"test": {"n": 4}}   # so do changed parameters
+    datasets.ensure(w, "test", str(tmp_path))
+    assert Counting.made == 3 and sorted(os.listdir(path)) == [".specx-dataset.json", "f0",
+                                                               "f1", "f2", "f3"]
+
+
+def test_an_interrupted_generation_leaves_no_data_set(tmp_path):
+    class Broken(Counting):
+        def generate(self, dest, params, progress):
+            pathlib.Path(dest, "half").write_text("")
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        datasets.ensure(Broken(), "test", str(tmp_path))
+    assert not os.path.exists(tmp_path / "counting-test")
+
+
+def test_every_workload_has_every_scale():
+    for w in WORKLOADS.values():
+        assert set(w.scales) == {"full", "demo", "test"}, w.name
+
+
+# --- workload programs ----------------------------------------------------------------------------
+
+def test_xds_reads_the_same_slices_every_run(tmp_path):
+    xds = WORKLOADS["xds"]
+    xds.generate(str(tmp_path), xds.scales["test"], lambda *a: None)
+    volume = str(tmp_path / "volume.bin")
+    first = subprocess.run([PROGRAMS / "xds", "--slices", "5", "--seed", "3", volume],
+                           capture_output=True, text=True, check=True).stdout
+    again = subprocess.run([PROGRAMS / "xds", "--slices", "5", "--seed", "3", volume],
+                           capture_output=True, text=True, check=True).stdout
+    assert first == again and len(first.splitlines()) == 5
+    assert first.startswith("slice 1: ")
+
+
+def test_xds_rejects_a_file_that_is_not_a_volume(tmp_path):
+    (tmp_path / "junk").write_bytes(b"not a volume at all")
+    proc = subprocess.run([PROGRAMS / "xds", tmp_path / "junk"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "not a specx volume" in proc.stderr
+    proc = subprocess.run([PROGRAMS / "xds", "--slices", "0", "x"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("xds: ")
+
+
+def test_sqlite_lookup_finds_every_key_repeatably(tmp_path):
+    sq = WORKLOADS["sqlite"]
+    sq.generate(str(tmp_path), sq.scales["test"], lambda *a: None)
+    argv = [PROGRAMS / "sqlite-lookup", "--seed", "5", tmp_path / "items.db", "200"]
+    first = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    assert first == subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    assert first.startswith("lookups 200 found 200 checksum ")
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+def test_help_and_list(specx):
+    proc = run_specx("bench", "--help")
+    assert proc.returncode == 0
+    for option in ("--preset", "--runs", "--modes", "--out", "--data-dir", "--demo", "--list"):
+        assert option in proc.stdout
+    listing = run_specx("bench", "--list").stdout
+    for name in (*WORKLOADS, "slowfs", "cold", "warm", "nospec", "specx"):
+        assert f"  {name} " in listing
+
+
+@pytest.mark.parametrize("args,message", [
+    (["nosuch"], "unknown workload 'nosuch'"),
+    (["--runs", "0"], "--runs must be at least 1"),
+    (["--modes", "cold,tepid"], "unknown mode 'tepid'"),
+])
+def test_bad_input_is_one_line_error(specx, args, message):
+    proc = run_specx("bench", *args)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("specx bench: ") and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.root
+def test_refuses_to_run_without_root(specx, tmp_path):
+    proc = subprocess.run(["runuser", "-u", "nobody", "--", specx, "bench", "grep",
+                           "--data-dir", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "needs root" in proc.stderr
+
+
+# --- end to end (root: mounts and drop_caches) ----------------------------------------------------
+
+def mounts_under(path):
+    with open("/proc/self/mounts") as f:
+        return [line for line in f if str(path) in line]
+
+
+@pytest.fixture
+def data_dir():
+    """A data directory that the postgres user can reach (pytest's own is private to root)."""
+    path = tempfile.mkdtemp(prefix="specx-bench-test-", dir="/var/tmp")
+    os.chmod(path, 0o755)
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+FAST = "--slowfs-args=--latency-ms 1 --bandwidth-mbps 400 --bus-mbps 0"
+
+
+@pytest.mark.root
+def test_tiny_grep_bench_end_to_end(specx, data_dir):
+    wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "cli" / "specx-run").exists()
+                                 else [])
+    out = data_dir / "out"
+    proc = run_specx("bench", "grep", "--scale", "test", "--runs", "1", "--modes",
+                     ",".join(wanted), FAST, "--data-dir", data_dir, "--out", out, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[grep] cold run 1: " in proc.stdout
+    for name in ("results.md", "results.json", "results.png"):
+        assert (out / name).stat().st_size > 0
+    results = json.loads((out / "results.json").read_text())
+    (grep,) = results["workloads"]
+    assert [r["mode"] for r in grep["runs"]] == wanted
+    assert all(r["ok"] and r["device"] is not None for r in grep["runs"])
+    cold = grep["runs"][0]
+    assert cold["device"]["requests"] >= WORKLOADS["grep"].scales["test"]["files"]
+    if shutil.which("strace"):
+        assert grep["read_calls"] > 0
+    if "specx" in wanted:
+        assert grep["runs"][-1]["report"]["stalls"]["count"] >= 0
+    assert results["environment"]["slowfs_options"][:2] == ["--preset", "paper2003"]
+    assert "| grep | cold | 1 |" in (out / "results.md").read_text()
+    assert not mounts_under(data_dir)
+
+
+@pytest.mark.root
+def test_tiny_postgres_bench_end_to_end(specx, data_dir):
+    out = data_dir / "out"
+    proc = run_specx("bench", "postgres", "--scale", "test", "--runs", "1", "--modes",
+                     "cold,warm", "--no-read-calls", FAST, "--data-dir", data_dir,
+                     "--out", out, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (pg,) = json.loads((out / "results.json").read_text())["workloads"]
+    assert [r["ok"] for r in pg["runs"]] == [True, True]
+    assert not mounts_under(data_dir)
+    servers = subprocess.run(["pgrep", "-f", f"postgres -D {data_dir}"], capture_output=True)
+    assert servers.returncode == 1, "a PostgreSQL server was left running"
+
+
+@pytest.mark.root
+def test_device_validation_runs_all_checks(specx, data_dir):
+    out = data_dir / "out"
+    proc = run_specx("bench", "slowfs", "--scale", "test", FAST, "--data-dir", data_dir,
+                     "--out", out, timeout=300)
+    # Exit status 1 means a bar was missed: on a fast test device that is allowed.
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    validation = json.loads((out / "results.json").read_text())["validation"]
+    assert len(validation["checks"]) == 5
+    integrity = validation["checks"][-1]
+    assert integrity["passed"], integrity
+    assert (out / "results-slowfs.png").stat().st_size > 0
+    assert not mounts_under(data_dir)
