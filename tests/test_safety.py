@@ -105,7 +105,8 @@ def tree_digest(root):
 
 def run_once(env, argv, speculate, stdin=STDIN, during=None):
     """Runs ARGV in a fresh copy of the template from a cold cache, plainly or under
-    `specx run`. DURING(pid) runs in a thread while it runs. Returns (Outcome, statistics)."""
+    `specx run`. DURING(proc) runs in a thread while it runs. Returns (Outcome, statistics,
+    session id)."""
     work = env["top"] / "work"
     if work.exists():
         shutil.rmtree(work)
@@ -115,8 +116,9 @@ def run_once(env, argv, speculate, stdin=STDIN, during=None):
     if speculate:
         argv = [str(SPECX), "run", "--json", str(stats_path), "--", *argv]
     make_cold(env["mnt"])
+    # A session of its own: every process of the run, speculative copies included, is in it.
     proc = subprocess.Popen(argv, cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     watcher = None
     if during:
         watcher = threading.Thread(target=during, args=(proc,), daemon=True)
@@ -130,12 +132,14 @@ def run_once(env, argv, speculate, stdin=STDIN, during=None):
     if watcher:
         watcher.join()
     stats = json.loads(stats_path.read_text()) if speculate else None
-    return Outcome(out, err, proc.returncode, tree_digest(work)), stats
+    return Outcome(out, err, proc.returncode, tree_digest(work)), stats, proc.pid
 
 
 def assert_same(env, argv, during=None, need_speculation=True):
-    plain, _ = run_once(env, argv, speculate=False)
-    speculated, stats = run_once(env, argv, speculate=True, during=during)
+    """Runs ARGV plainly and under specx run and compares; returns the plain outcome and the
+    session of the speculated run."""
+    plain, _, _ = run_once(env, argv, speculate=False)
+    speculated, stats, session = run_once(env, argv, speculate=True, during=during)
     # Exit status first: when it differs, it explains the rest.
     assert (speculated.returncode, speculated.stderr) == (plain.returncode, plain.stderr)
     assert speculated.stdout == plain.stdout
@@ -145,7 +149,7 @@ def assert_same(env, argv, during=None, need_speculation=True):
     assert total["spec_failed"] == 0, stats
     if need_speculation:
         assert total["spec_created"] > 0, stats
-    return plain
+    return plain, session
 
 
 def script_for(env, text):
@@ -156,7 +160,7 @@ def script_for(env, text):
 
 @pytest.mark.parametrize("case", CORPUS, ids=[p.stem for p in CORPUS])
 def test_corpus_program_behaves_the_same(env, case):
-    plain = assert_same(env, script_for(env, case.read_text()))
+    plain, _ = assert_same(env, script_for(env, case.read_text()))
     assert "unknown operation" not in plain.stderr
 
 
@@ -226,48 +230,29 @@ def test_generated_program_behaves_the_same(env, seed):
 
 # --- chaos: speculative processes killed at random moments -----------------------------------
 
-def speculative_processes():
-    """Processes whose exit signal is 0 and whose name is opvm: specx's speculative copies."""
+def session_processes(session):
+    """(pid, state, exit signal) of the processes of SESSION, zombies included."""
     found = []
-    for entry in pathlib.Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            text = (entry / "stat").read_text()
+            text = pathlib.Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        name = text[text.index("(") + 1:text.rindex(")")]
         fields = text[text.rindex(")") + 2:].split()
-        if name == "opvm" and fields[35] == "0" and fields[0] != "Z":
-            found.append(int(entry.name))
+        if int(fields[3]) == session:
+            found.append((int(entry), fields[0], int(fields[35])))
     return found
 
 
-def opvm_processes():
-    return [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-            if _comm(pid) == "opvm"]
-
-
-def _read(path):
-    try:
-        return pathlib.Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
-def _comm(pid):
-    return _read(f"/proc/{pid}/comm")
-
-
 def killer(seed):
-    """Kills speculative copies at random moments until the program ends."""
+    """Kills the run's speculative copies (exit signal 0) at random moments until it ends."""
     rng = random.Random(seed)
 
     def run(proc):
         while proc.poll() is None:
             time.sleep(rng.uniform(0.0002, 0.004))
-            for pid in speculative_processes():
-                if rng.random() < 0.5:
+            for pid, _, exit_signal in session_processes(proc.pid):
+                if exit_signal == 0 and rng.random() < 0.5:
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
@@ -282,14 +267,14 @@ CHAOS_CASES = [(p.stem, p.read_text()) for p in CORPUS] + [
 @pytest.mark.parametrize("name,text", CHAOS_CASES, ids=[name for name, _ in CHAOS_CASES])
 def test_killed_speculation_changes_nothing(env, name, text):
     # Killing may happen before a copy exists: whether one was created is up to the timing.
-    assert_same(env, script_for(env, text), during=killer(name), need_speculation=False)
-    # Speculative copies die with the program (SIGKILL on parent death); at SCHED_IDLE on a
-    # busy machine that may take a moment.
+    _, session = assert_same(env, script_for(env, text), during=killer(name),
+                             need_speculation=False)
+    # Speculative copies die with the program (SIGKILL on parent death) and are reaped; at
+    # SCHED_IDLE on a busy machine that may take a moment.
     deadline = time.monotonic() + 10
-    while opvm_processes() and time.monotonic() < deadline:
+    while session_processes(session) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert opvm_processes() == [], "left behind: " + " | ".join(
-        _read(f"/proc/{pid}/stat") for pid in opvm_processes())
+    assert session_processes(session) == [], "left behind (pid, state, exit signal)"
 
 
 # --- real programs ----------------------------------------------------------------------------
