@@ -6,8 +6,9 @@ compares stdout, stderr, the exit status or signal, and every file of the workin
 The speculative copy reaches each side effect while opvm waits for the read before it.
 
 Cases: a hand-written corpus (tests/safety/corpus/*.ops), programs generated from seeds
-(SPECX_TEST_LONG=1 runs many more), the corpus again while speculative processes are killed at
-random moments (no hang, no process left behind), and real programs (grep, sha256sum, tar)."""
+(SPECX_TEST_LONG=1 runs many more), the corpus and generated programs again while speculative
+processes are killed at random moments (no hang, no process left behind), and real programs
+(grep, sha256sum, tar, SQLite through Python)."""
 import dataclasses
 import hashlib
 import json
