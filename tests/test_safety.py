@@ -73,6 +73,7 @@ def env():
     (template / "keep.txt").write_text("keep this content\n")
     (template / "victim.txt").write_text("to be removed\n")
     (template / "log.txt").write_text("log start\n")
+    (template / "input.txt").write_text(STDIN)
     try:
         with slowfs_mount(backing, top / "mnt", "--latency-ms", "4", "--disks", "1") as mnt:
             yield {"top": top, "mnt": mnt, "template": template}
@@ -163,6 +164,14 @@ def script_for(env, text):
 def test_corpus_program_behaves_the_same(env, case):
     plain, _ = assert_same(env, script_for(env, case.read_text()))
     assert "unknown operation" not in plain.stderr
+
+
+@pytest.mark.parametrize("case", ["stdin", "output", "offsets"])
+def test_program_with_files_as_stdio_behaves_the_same(env, case):
+    """stdin, stdout and stderr are regular files: their offsets are shared with a speculative
+    copy until it re-opens them, and its reads of stdin must not move the program's."""
+    script = script_for(env, (CORPUS[0].parent / f"{case}.ops").read_text())
+    assert_same(env, ["sh", "-c", '"$@" < input.txt > out.txt 2> err.txt', "sh", *script])
 
 
 # --- generated programs -----------------------------------------------------------------------
