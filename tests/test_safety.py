@@ -224,6 +224,8 @@ def generate(seed):
         lambda: f"mmapread @DATA@/{rng.choice(DATA_FILES)}",
         lambda: f"open {rng.randint(0, 3)} @DATA@/{rng.choice(DATA_FILES)}",
         lambda: f"readn {rng.randint(0, 3)} {rng.randint(1, 20000)}",
+        lambda: f"open {rng.randint(0, 3)} @DATA@",
+        lambda: f"dirents {rng.randint(0, 3)} {rng.randint(1, 10)}",
     ]
     lines = [f"# generated from seed {seed}", f"read @DATA@/{rng.choice(DATA_FILES)}"]
     for _ in range(rng.randint(4, 8)):

@@ -22,6 +22,7 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +134,27 @@ static void op_readn(char **a)
         return status("readn", -1);
     result("readn", "%zd bytes %016llx", n,
            (unsigned long long)fnv(14695981039346656037ULL, buf, (size_t)n));
+}
+
+/* Reads up to N directory entries from a slot opened on a directory: continues where the last
+ * call ended, like readn. */
+static void op_dirents(char **a)
+{
+    char buf[8192];
+    long want = atol(a[2]), got = 0;
+    long n = syscall(SYS_getdents64, slot_fd[slot(a[1])], buf, sizeof buf);
+    if (n < 0)
+        return status("dirents", -1);
+    printf("%d dirents:", line_no);
+    for (long pos = 0; pos < n && got < want; got++) {
+        struct dirent64 *d = (struct dirent64 *)(buf + pos);
+        printf(" %s", d->d_name);
+        pos += d->d_reclen;
+        /* Leave the offset after the last entry printed, not after the whole buffer. */
+        if (got + 1 == want)
+            lseek(slot_fd[slot(a[1])], d->d_off, SEEK_SET);
+    }
+    putchar('\n');
 }
 
 static void op_seek(char **a)
@@ -405,6 +427,7 @@ static const struct {
     {"read", 1, op_read},         {"pread", 3, op_pread},       {"mmapread", 1, op_mmapread},
     {"open", 2, op_open},         {"openrw", 2, op_open},       {"readn", 2, op_readn},
     {"seek", 2, op_seek},         {"writefd", 2, op_writefd},   {"close", 1, op_close},
+    {"dirents", 2, op_dirents},
     {"list", 1, op_list},         {"write", 2, op_write},       {"append", 2, op_append},
     {"unlink", 1, op_unlink},     {"rename", 2, op_rename},     {"mkdir", 1, op_mkdir},
     {"rmdir", 1, op_rmdir},       {"symlink", 2, op_symlink},   {"link", 2, op_link},
