@@ -14,6 +14,7 @@ from . import components, datasets, modes, report, runner, validate
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"
+DATA_DIR = "/var/tmp/specx-data"
 DEMO_NOTE = ("Demo: grep over a smaller tree (1,500 files) to keep it short; "
              "`specx bench grep` runs the full 8,000-file benchmark.")
 
@@ -34,15 +35,18 @@ def build_parser():
                    help="slowfs device preset (default: paper2003)")
     p.add_argument("--slowfs-args", default="", metavar="ARGS",
                    help="more slowfs options, one string, e.g. --slowfs-args='--latency-ms 1'")
-    p.add_argument("--runs", type=int, default=3, metavar="N",
-                   help="timed runs per workload and mode (default: 3, as in the paper)")
+    p.add_argument("--runs", type=int, metavar="N",
+                   help="timed runs per workload and mode (default: 3, as in the paper; "
+                        "1 with --demo)")
     p.add_argument("--modes", metavar="LIST", help="comma-separated modes to run, in order")
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: ./bench-results/<UTC timestamp>)")
-    p.add_argument("--data-dir", default="/var/tmp/specx-data", metavar="DIR",
-                   help="where data sets are generated and cached (default: %(default)s)")
-    p.add_argument("--scale", choices=("full", "demo", "test"), default="full",
-                   help="data set sizes: full (the benchmark), demo, test (tiny)")
+    p.add_argument("--data-dir", metavar="DIR",
+                   help=f"where data sets are generated and cached (default: {DATA_DIR}; "
+                        "with --demo a temporary directory)")
+    p.add_argument("--scale", choices=("full", "demo", "test"),
+                   help="data set sizes: full (the benchmark; the default), demo (the default "
+                        "with --demo), test (tiny)")
     p.add_argument("--no-read-calls", dest="read_calls", action="store_false",
                    help="skip the extra traced run that counts read calls (Table 1)")
     p.add_argument("--list", action="store_true", help="list workloads and modes, then exit")
@@ -56,7 +60,7 @@ def print_list():
     print("Workloads:")
     print(f"  {VALIDATION:<9} {validate.DeviceData.description}")
     for w in WORKLOADS.values():
-        print(f"  {w.name:<9} {w.description} (paper: {w.paper})")
+        print(f"  {w.name:<9} {w.description}" + (f" (paper: {w.paper})" if w.paper else ""))
     print("Modes:")
     for m in modes.MODES.values():
         missing = " [not available: needs " + m.needs + "]" if m.missing() else ""
@@ -72,16 +76,16 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def environment(args, slowfs_options, mode_list):
-    meminfo = open("/proc/meminfo").readline().split()
+def environment(args, cfg):
+    with open("/proc/meminfo") as f:
+        meminfo = f.readline().split()
     specx = subprocess.run([components.specx_exe(), "--version"], capture_output=True,
                            text=True).stdout.strip()
     return {"started": now(), "command": ["specx", "bench", *sys.argv[1:]],
             "specx": specx, "kernel": platform.release(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "memory_kb": int(meminfo[1]), "preset": args.preset,
-            "slowfs_options": slowfs_options, "runs": args.runs,
-            "modes": [m.name for m in mode_list], "scale": args.scale,
-            "data_dir": args.data_dir}
+            "slowfs_options": cfg.slowfs_options, "runs": cfg.runs,
+            "modes": [m.name for m in cfg.modes], "scale": cfg.scale, "data_dir": cfg.data_dir}
 
 
 def select_modes(args):
@@ -109,10 +113,10 @@ def save(results, out):
     return written
 
 
-def run_all(names, cfg, results, out):
+def run_all(names, cfg, results):
     """Runs the named workloads, saving results after each; returns True when every run
     succeeded and every device check passed."""
-    log_dir = os.path.join(out, "logs")
+    log_dir = os.path.join(cfg.out_dir, "logs")
     os.makedirs(log_dir, exist_ok=True)
     ok = True
     for name in names:
@@ -124,8 +128,51 @@ def run_all(names, cfg, results, out):
             w["summary"] = runner.summarize(w["runs"], [m.name for m in cfg.modes])
             results["workloads"].append(w)
             ok &= all(r["ok"] for r in w["runs"])
-        save(results, out)
+        save(results, cfg.out_dir)
     return ok
+
+
+class Usage(Exception):
+    """A bad command line: reported in one line, exit status 2."""
+
+
+def complete(args):
+    """Fills in the defaults that depend on --demo and checks the arguments; returns the modes
+    and the slowfs options. Raises Usage."""
+    if args.demo:
+        args.workloads = args.workloads or ["grep"]
+    args.scale = args.scale or ("demo" if args.demo else "full")
+    args.runs = args.runs if args.runs is not None else (1 if args.demo else 3)
+    unknown = [n for n in args.workloads if n != VALIDATION and n not in WORKLOADS]
+    if unknown:
+        raise Usage(f"unknown workload '{unknown[0]}'; see 'specx bench --list'")
+    if args.runs < 1:
+        raise Usage("--runs must be at least 1")
+    mode_list, problem = select_modes(args)
+    if problem:
+        raise Usage(problem)
+    try:
+        extra = shlex.split(args.slowfs_args)
+    except ValueError as e:
+        raise Usage(f"--slowfs-args: {e}") from None
+    return mode_list, ["--preset", args.preset, *extra]
+
+
+def directories(args):
+    """The data and results directories, and those of them that --demo removes again."""
+    temporary = []
+    if args.demo and not args.out:
+        args.out = tempfile.mkdtemp(prefix="specx-bench-demo-out-")
+        temporary.append(args.out)
+    if args.demo and not args.data_dir:
+        args.data_dir = tempfile.mkdtemp(prefix="specx-bench-demo-data-", dir="/var/tmp")
+        os.chmod(args.data_dir, 0o755)   # the postgres user must reach data sets
+        temporary.append(args.data_dir)
+    data_dir = os.path.abspath(args.data_dir or DATA_DIR)
+    out = args.out or os.path.join(
+        "bench-results", datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    os.makedirs(out, exist_ok=True)
+    return data_dir, out, temporary
 
 
 def main(argv=None):
@@ -133,57 +180,33 @@ def main(argv=None):
     if args.list:
         print_list()
         return 0
-    if args.demo:
-        args.workloads = args.workloads or ["grep"]
-        args.scale = "demo" if args.scale == "full" else args.scale
-        args.runs = 1 if "--runs" not in (argv or sys.argv) else args.runs
-    unknown = [n for n in args.workloads if n != VALIDATION and n not in WORKLOADS]
-    if unknown:
-        return fail(f"unknown workload '{unknown[0]}'; see 'specx bench --list'")
-    if args.runs < 1:
-        return fail("--runs must be at least 1")
-    mode_list, problem = select_modes(args)
-    if problem:
-        return fail(problem)
     try:
-        extra = shlex.split(args.slowfs_args)
-    except ValueError as e:
-        return fail(f"--slowfs-args: {e}")
+        mode_list, slowfs_options = complete(args)
+    except Usage as e:
+        return fail(str(e))
     if os.geteuid() != 0:
         print("specx bench: needs root (it drops the page cache and mounts slowfs); "
               "run it as root", file=sys.stderr)
         return 1
-    names = args.workloads or [VALIDATION, *WORKLOADS]
-    temporary = []   # what --demo made and removes again
-    if args.demo and not args.out:
-        args.out = tempfile.mkdtemp(prefix="specx-bench-demo-out-")
-        temporary.append(args.out)
-    if args.demo and "--data-dir" not in (argv or sys.argv):
-        args.data_dir = tempfile.mkdtemp(prefix="specx-bench-demo-data-", dir="/var/tmp")
-        temporary.append(args.data_dir)
-    out = args.out or os.path.join(
-        "bench-results", datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
-    os.makedirs(out, exist_ok=True)
-    slowfs_options = ["--preset", args.preset, *extra]
-    cfg = runner.Config(data_dir=os.path.abspath(args.data_dir), out_dir=out, scale=args.scale,
-                        runs=args.runs, modes=mode_list, slowfs_options=slowfs_options,
+    data_dir, out, temporary = directories(args)
+    cfg = runner.Config(data_dir=data_dir, out_dir=out, scale=args.scale, runs=args.runs,
+                        modes=mode_list, slowfs_options=slowfs_options,
                         read_calls=args.read_calls)
-    results = {"environment": environment(args, slowfs_options, mode_list),
-               "workloads": [], "validation": None}
+    results = {"environment": environment(args, cfg), "workloads": [], "validation": None}
     if args.demo:
         results["environment"]["note"] = DEMO_NOTE
         print(DEMO_NOTE, flush=True)
-    skipped = [m for m in modes.DEFAULT_MODES if not args.modes and modes.MODES[m].missing()]
-    for m in skipped:
-        print(f"specx bench: {modes.MODES[m].missing()}: not running it", flush=True)
+    for m in modes.DEFAULT_MODES:
+        if not args.modes and modes.MODES[m].missing():
+            print(f"specx bench: {modes.MODES[m].missing()}: not running it", flush=True)
     status = 1
     try:
         with datasets.locked(cfg.data_dir):
-            status = 0 if run_all(names, cfg, results, out) else 1
+            status = 0 if run_all(args.workloads or [VALIDATION, *WORKLOADS], cfg, results) else 1
     except KeyboardInterrupt:
         print("specx bench: interrupted", file=sys.stderr)
         status = 130
-    except SystemExit as e:
+    except SystemExit as e:   # a workload or mount that cannot go on says why
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
         status = 1
@@ -192,9 +215,8 @@ def main(argv=None):
         written = save(results, out)
         print()
         print(report.markdown(results))
-        if temporary:
-            for path in temporary:
-                shutil.rmtree(path, ignore_errors=True)
-        else:
+        for path in temporary:
+            shutil.rmtree(path, ignore_errors=True)
+        if out not in temporary:
             print(f"Results in {out}: {', '.join(written)}; logs in {out}/logs")
     return status

@@ -96,19 +96,21 @@ def human_bytes(n):
 
 
 class Progress:
-    """Progress of a long generation on one terminal line, at most a few updates a second."""
+    """Progress of a long generation: on a terminal, one line updated a few times a second;
+    in a log, a line every 10 seconds."""
 
     def __init__(self, name):
         self.name = name
-        self.last = 0.0
+        self.tty = sys.stdout.isatty()
+        self.last = time.monotonic()
 
     def __call__(self, done, total, what):
         now = time.monotonic()
-        if done < total and now - self.last < 0.5:
+        if done < total and now - self.last < (0.5 if self.tty else 10):
             return
         self.last = now
-        end = "\n" if done >= total else ""
-        if sys.stdout.isatty():
-            print(f"\r[{self.name}] {what}: {done:,}/{total:,}", end=end, flush=True)
-        elif done >= total:
-            print(f"[{self.name}] {what}: {done:,}/{total:,}", flush=True)
+        line = f"[{self.name}] {what}: {done:,}/{total:,}"
+        if self.tty:
+            print("\r" + line, end="\n" if done >= total else "", flush=True)
+        else:
+            print(line, flush=True)

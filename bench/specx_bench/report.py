@@ -28,7 +28,7 @@ def characteristics_table(workloads):
         cold = next((r for r in w["summary"] if r["mode"] == "cold"), None)
         run_time = f"{cold['median_s']:.1f} s" if cold and cold["median_s"] is not None else "–"
         calls = w.get("read_calls")
-        rows.append([w["name"], w["paper"], w["description"], run_time,
+        rows.append([w["name"], w["paper"] or "–", w["description"], run_time,
                      "–" if calls is None else f"{calls:,}", human_bytes(w["dataset"]["bytes"])])
     return _table(["Benchmark", "Paper's", "Description", "Run time (cold)", "Read calls",
                    "Data set size"], rows)

@@ -11,7 +11,7 @@ from .base import Command, Workload
 
 class Sqlite(Workload):
     name = "sqlite"
-    paper = "(none: key-value lookups)"
+    paper = ""   # not in the paper: a key-value service's access pattern
     description = "random point lookups in a SQLite table"
     version = 1
     scales = {
