@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -84,8 +85,7 @@ static const int allowed[] = {
     ALLOW(__NR_cachestat, "residency query, the would-block test of §4.1.2"),
     ALLOW(SCMP_SYS(readahead), "the prefetch itself (§4.1.2)"),
     ALLOW(SCMP_SYS(process_vm_readv), "read-only; lets the runtime pull memory from the parent"),
-    ALLOW(SCMP_SYS(futex), "threads and the runtime's wait on its control region"),
-    ALLOW(SCMP_SYS(futex_waitv), "futex wait"),
+    ALLOW(SCMP_SYS(futex_waitv), "waiting wakes nobody"),
     ALLOW(SCMP_SYS(set_robust_list), "thread runtime"),
     ALLOW(SCMP_SYS(get_robust_list), "thread runtime"),
     ALLOW(SCMP_SYS(set_tid_address), "thread runtime"),
@@ -191,23 +191,37 @@ static const unsigned long prctl_options[] = {
     PR_SET_NAME, PR_GET_NAME, PR_GET_DUMPABLE, PR_GET_PDEATHSIG, PR_GET_KEEPCAPS,
     PR_GET_TIMERSLACK, PR_GET_SECCOMP, PR_GET_NO_NEW_PRIVS, PR_CAPBSET_READ, PR_SET_VMA,
 };
+static const unsigned long futex_ops[] = {
+    FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET,
+};
+/* The kernel reads these arguments as 32-bit integers: compare only the low half, so that
+ * garbage in the high half can neither sneak a value past the filter nor block a good one. */
+#define INT_BITS 0xffffffffUL
+/* The futex command without its PRIVATE and CLOCK_REALTIME flags. */
+#define FUTEX_OP_BITS 0x7fUL
 #define VALUES(a) a, sizeof(a) / sizeof(a[0])
 static const struct {
     int nr;
     unsigned int arg;
+    unsigned long mask;
     const unsigned long *values;
     size_t n;
 } allowed_values[] = {
     /* no locks, leases, seals, notifications */
-    {SCMP_SYS(fcntl), 1, VALUES(fcntl_cmds)},
+    {SCMP_SYS(fcntl), 1, INT_BITS, VALUES(fcntl_cmds)},
     /* queries only; the descriptors are files or /dev/null */
-    {SCMP_SYS(ioctl), 1, VALUES(ioctl_requests)},
+    {SCMP_SYS(ioctl), 1, INT_BITS, VALUES(ioctl_requests)},
     /* no REMOVE (punches holes in shared files), HWPOISON, KSM or PAGEOUT */
-    {SCMP_SYS(madvise), 2, VALUES(madvise_advice)},
+    {SCMP_SYS(madvise), 2, INT_BITS, VALUES(madvise_advice)},
     /* prefetch hints; no DONTNEED, which evicts the parent's cached data */
-    {SCMP_SYS(fadvise64), 3, VALUES(fadvise_advice)},
+    {SCMP_SYS(fadvise64), 3, INT_BITS, VALUES(fadvise_advice)},
     /* the process name and getters only */
-    {SCMP_SYS(prctl), 0, VALUES(prctl_options)},
+    {SCMP_SYS(prctl), 0, INT_BITS, VALUES(prctl_options)},
+    /* Wait and wake only. A privatized page that the child has not written yet is still the
+     * shared page, so its futex key is the parent's: waking there is at worst a spurious
+     * wake-up (which futex users tolerate), but REQUEUE would move the parent's waiters where
+     * nobody wakes them and the PI operations would make the child own the parent's lock. */
+    {SCMP_SYS(futex), 1, FUTEX_OP_BITS, VALUES(futex_ops)},
 };
 
 static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned int n,
@@ -258,26 +272,46 @@ static int add_mmap_rules(scmp_filter_ctx ctx)
     return err ? err : add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, &read_only);
 }
 
+/* Every signal number but the stop signals SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU (19-22), as
+ * (mask, value) pairs on the low 32 bits: a child that stops makes the kernel send its parent
+ * SIGCHLD (CLD_STOPPED), whatever its exit signal. */
+static const struct {
+    uint32_t mask, value;
+} non_stop_signals[] = {
+    {0xfffffff0, 0},  /* 0 (existence check) to 15 */
+    {0xfffffffe, 16}, /* 16, 17 */
+    {0xffffffff, 18},
+    {0xffffffff, 23},
+    {0xfffffff8, 24}, /* 24 to 31 */
+    {0xffffffe0, 32}, /* real-time signals 32 to 63 */
+    {0xffffffff, 64},
+};
+
 /* Signals only to itself (§4.1.1: "must not be allowed to ... send signals to normal
  * processes"); abort() and raise() still work. kill(0) and kill(-1) are refused. */
 static int add_signal_rules(scmp_filter_ctx ctx)
 {
-    struct scmp_arg_cmp self_first = SCMP_CMP(0, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER);
-    struct scmp_arg_cmp self_both[] = {
-        SCMP_CMP(0, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
-        SCMP_CMP(1, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
-    };
+    int err = 0;
+    for (size_t i = 0; i < sizeof non_stop_signals / sizeof non_stop_signals[0] && !err; i++) {
+        struct scmp_arg_cmp to_self[] = {
+            SCMP_CMP(0, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
+            SCMP_CMP(1, SCMP_CMP_MASKED_EQ, non_stop_signals[i].mask, non_stop_signals[i].value),
+        };
+        struct scmp_arg_cmp to_own_thread[] = {
+            SCMP_CMP(0, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
+            SCMP_CMP(1, SCMP_CMP_EQ, SELF_PID_PLACEHOLDER),
+            SCMP_CMP(2, SCMP_CMP_MASKED_EQ, non_stop_signals[i].mask, non_stop_signals[i].value),
+        };
+        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2, to_self);
+        if (err == 0)
+            err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tkill), 2, to_self);
+        if (err == 0)
+            err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 3, to_own_thread);
+    }
     /* Keeps the open trap's SIGSYS handler in place (for usefulness, not safety: without it a
      * trapped open just fails or ends the process). */
     struct scmp_arg_cmp not_sigsys = SCMP_CMP(0, SCMP_CMP_NE, SIGSYS);
-    int err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, &self_first);
-    if (err == 0)
-        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tkill), 1, &self_first);
-    if (err == 0)
-        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2, self_both);
-    if (err == 0)
-        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1, &not_sigsys);
-    return err;
+    return err ? err : add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(rt_sigaction), 1, &not_sigsys);
 }
 
 /* Resource limits may be read, never set; clone3 answers ENOSYS so that libc reports the
@@ -293,8 +327,8 @@ static int add_value_rules(scmp_filter_ctx ctx)
 {
     for (size_t i = 0; i < sizeof allowed_values / sizeof allowed_values[0]; i++) {
         for (size_t v = 0; v < allowed_values[i].n; v++) {
-            struct scmp_arg_cmp cmp =
-                SCMP_CMP(allowed_values[i].arg, SCMP_CMP_EQ, allowed_values[i].values[v]);
+            struct scmp_arg_cmp cmp = SCMP_CMP(allowed_values[i].arg, SCMP_CMP_MASKED_EQ,
+                                               allowed_values[i].mask, allowed_values[i].values[v]);
             int err = add_rule(ctx, SCMP_ACT_ALLOW, allowed_values[i].nr, 1, &cmp);
             if (err)
                 return err;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -65,7 +66,7 @@ static volatile long parent_secret = 42; /* process_vm_writev target */
 static off_t dir_offset;
 
 /* The child's reports travel through this region, which the sandbox keeps shared. */
-#define MAX_ATTEMPTS 160
+#define MAX_ATTEMPTS 256
 struct report {
     volatile int done, release;
     int enter_status;
@@ -194,6 +195,15 @@ static long queue_signal(void)
     return syscall(SYS_rt_sigqueueinfo, parent, SIGUSR1, &info);
 }
 ATTEMPT(rt_sigqueueinfo_parent, queue_signal())
+/* A stopped child makes the kernel send SIGCHLD to its parent, whatever its exit signal. */
+ATTEMPT(stop_self, kill(getpid(), SIGSTOP))
+ATTEMPT(raw_tgkill_tstp_self, syscall(SYS_tgkill, getpid(), getpid(), SIGTSTP))
+ATTEMPT(raw_tkill_ttin_self, syscall(SYS_tkill, getpid(), SIGTTIN))
+static uint32_t futex_word;
+ATTEMPT(raw_futex_requeue, syscall(SYS_futex, &futex_word, FUTEX_CMP_REQUEUE, 1, 1, &one, 0))
+ATTEMPT(raw_futex_lock_pi, syscall(SYS_futex, &futex_word, FUTEX_LOCK_PI, 0, NULL, NULL, 0))
+ATTEMPT(raw_futex_wake, syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0))
+ATTEMPT(raise_sigusr1_ignored, (signal(SIGUSR1, SIG_IGN), raise(SIGUSR1)))
 ATTEMPT(raw_pidfd_open, syscall(SYS_pidfd_open, parent, 0))
 ATTEMPT(raw_pidfd_send_signal, syscall(SYS_pidfd_send_signal, 0, SIGUSR1, NULL, 0))
 ATTEMPT(ptrace_attach, ptrace(PTRACE_ATTACH, parent, NULL, NULL))
@@ -427,6 +437,8 @@ static const struct attempt attempts[] = {
     DENY(fcntl_notify),
     DENY(kill_parent), DENY(raw_kill_parent), DENY(kill_group), DENY(kill_all),
     DENY(raw_tgkill_parent), DENY(raw_tkill_parent), DENY(rt_sigqueueinfo_parent),
+    DENY(stop_self), DENY(raw_tgkill_tstp_self), DENY(raw_tkill_ttin_self),
+    DENY(raw_futex_requeue), DENY(raw_futex_lock_pi),
     DENY(raw_pidfd_open), DENY(raw_pidfd_send_signal), DENY(ptrace_attach), DENY(raw_ptrace_seize),
     DENY(process_vm_writev), DENY(raw_process_madvise), DENY(sched_setscheduler_parent),
     DENY(setpriority_parent), DENY(raw_ioprio_set_parent), DENY(sched_setaffinity_parent),
@@ -460,10 +472,13 @@ static const struct attempt attempts[] = {
     {"read_inherited_socket_gets_eof", try_read_inherited_socket, 0},
     {"open_dev_zero", try_open_dev_zero, 0},
     {"kill_self", try_kill_self, 0},
+    {"futex_wake", try_raw_futex_wake, 0},
+    {"raise_ignored_signal", try_raise_sigusr1_ignored, 0},
     {"prctl_set_name", try_prctl_set_name, 0},
     {"fadvise_willneed", try_fadvise_willneed, 0},
 };
 #define NATTEMPTS (int)(sizeof attempts / sizeof attempts[0])
+_Static_assert(sizeof attempts / sizeof attempts[0] <= MAX_ATTEMPTS, "raise MAX_ATTEMPTS");
 
 /* --- the child ------------------------------------------------------------------------------- */
 
@@ -608,6 +623,13 @@ static void remove_ipc(void)
 
 static void on_usr1(int sig) { usr1_received++; }
 
+static volatile sig_atomic_t child_stopped;
+static void on_sigchld(int sig, siginfo_t *info, void *context)
+{
+    if (info->si_code == CLD_STOPPED || info->si_code == CLD_CONTINUED)
+        child_stopped++;
+}
+
 /* --- the parent: checks from the outside ----------------------------------------------------- */
 
 static void check_attempts(void)
@@ -679,6 +701,7 @@ static void check_channels(void)
     int fifo_writer = open(path_in_dir("fifo"), O_WRONLY | O_NONBLOCK);
     check(fifo_writer < 0 && errno == ENXIO, "fifo_has_no_reader", "the child opened the FIFO");
     check(usr1_received == 0, "parent_not_signalled", "%d signals", (int)usr1_received);
+    check(child_stopped == 0, "child_never_stopped", "SIGCHLD for a stop");
 }
 
 static void check_locks(void)
@@ -735,6 +758,8 @@ int main(int argc, char **argv)
     /* A process group of our own, so that kill(0) from the child can only reach us. */
     setpgid(0, 0);
     signal(SIGUSR1, on_usr1);
+    sigaction(SIGCHLD, &(struct sigaction){.sa_sigaction = on_sigchld, .sa_flags = SA_SIGINFO},
+              NULL);
     parent = getpid();
     set_up_files();
     set_up_pipes_and_sockets();
