@@ -72,8 +72,8 @@ def markdown(results):
                 "## Elapsed time per mode (cf. the paper's Fig. 2)", "",
                 results_table(results["workloads"]), "",
                 "Median of successful runs; `vs cold` is the ratio of medians; I/O stalls "
-                "are reported by `specx run` (modes `nospec`, `specx`; cf. the paper's Table 2); device requests are "
-                "those slowfs served during the timed part.", ""]
+                "are reported by `specx run` (modes `nospec`, `specx`; cf. the paper's "
+                "Table 2); device requests are those slowfs served during the timed part.", ""]
     return "\n".join(out)
 
 

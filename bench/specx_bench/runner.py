@@ -59,7 +59,10 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     tag = f"{workload.name}-{mode.name}-{index + 1}"
     log = os.path.join(log_dir, tag + ".log")
     report = os.path.join(scratch, tag + ".report")
-    wrap = lambda argv: mode.command(argv, report)  # noqa: E731
+
+    def wrap(argv):
+        return mode.command(argv, report)
+
     if mode.prepare == modes.DROP_CACHES:
         drop_caches()
     warm = mode.prepare == modes.TOUCH_DATA
@@ -104,18 +107,18 @@ def progress_line(r):
 def bench_workload(workload, cfg, log_dir):
     """Prepares WORKLOAD's data set, mounts it, runs every mode cfg.runs times (interleaved,
     so that drift in the machine's state spreads over all modes) and counts read calls."""
-    root_backing = datasets.ensure(workload, cfg.scale, cfg.data_dir)
+    backing = datasets.ensure(workload, cfg.scale, cfg.data_dir)
     params = workload.scales[cfg.scale]
     mountpoint = os.path.join(cfg.data_dir, ".mnt", workload.name)
     scratch = tempfile.mkdtemp(prefix=f"specx-bench-{workload.name}-")
     os.chmod(scratch, 0o777)   # servers run as their own user and write reports here
     result = {"name": workload.name, "paper": workload.paper,
               "description": workload.description, "scale": cfg.scale, "params": params,
-              "dataset": {"path": root_backing, "bytes": datasets.size(root_backing),
+              "dataset": {"path": backing, "bytes": datasets.size(backing),
                           "generator_version": workload.version},
               "tools": workload.tool_versions(), "runs": []}
     try:
-        with slowfs.mounted(root_backing, mountpoint, cfg.slowfs_options):
+        with slowfs.mounted(backing, mountpoint, cfg.slowfs_options):
             result["device"] = slowfs.stats(mountpoint)
             for i in range(cfg.runs):
                 for mode in cfg.modes:

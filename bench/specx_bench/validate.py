@@ -132,22 +132,25 @@ def latency_under_idle_load(regular, idle, count, rng):
             raise errors[0]
 
 
-def mismatched_files(mounted, backing):
-    """Relative paths whose content through slowfs differs from the backing file's."""
-    def digest(path):
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
+def _digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
-    bad, total = [], 0
-    for path in walk_files(backing):
-        rel = os.path.relpath(path, backing)
-        total += 1
-        if digest(path) != digest(os.path.join(mounted, rel)):
-            bad.append(rel)
-    return bad, total
+
+def mismatched_files(mounted, backing, readers):
+    """Relative paths whose content through slowfs differs from the backing file's, and how
+    many files were compared. READERS files are read at once, so all disks are busy."""
+    relative = [os.path.relpath(p, backing) for p in walk_files(backing)]
+
+    def differs(rel):
+        return _digest(os.path.join(backing, rel)) != _digest(os.path.join(mounted, rel))
+
+    with concurrent.futures.ThreadPoolExecutor(readers) as pool:
+        bad = [rel for rel, d in zip(relative, pool.map(differs, relative)) if d]
+    return bad, len(relative)
 
 
 def check(name, measured, unit, bar, passed, **detail):
@@ -205,7 +208,7 @@ def run(cfg):
                             round(slowdown * 100, 1), "%", "≤ 5 %", slowdown <= 0.05))
 
         runner.drop_caches()
-        bad, total = mismatched_files(mountpoint, backing)
+        bad, total = mismatched_files(mountpoint, backing, disks)
         checks.append(check("files whose checksum differs through slowfs", len(bad), "files",
                             f"0 of {total}", not bad, files=bad))
         stats = slowfs.stats(mountpoint)

@@ -17,7 +17,8 @@ def source_lines(rng, count):
         lambda: f"static int {identifier(rng)}(struct {identifier(rng)} *{identifier(rng)});",
         lambda: f"\tif ({identifier(rng)}->{identifier(rng)} & {rng.randint(1, 1 << 16):#x})",
         lambda: f"\t\treturn -{rng.choice(('EINVAL', 'ENOMEM', 'EIO', 'EBUSY', 'ENODEV'))};",
-        lambda: f"\t{identifier(rng)} = {identifier(rng)}({identifier(rng)}, {rng.randint(0, 4096)});",
+        lambda: (f"\t{identifier(rng)} = {identifier(rng)}({identifier(rng)}, "
+                 f"{rng.randint(0, 4096)});"),
         lambda: f"/* {' '.join(identifier(rng) for _ in range(rng.randint(3, 9)))} */",
         lambda: f"#define {identifier(rng).upper()} {rng.randint(0, 1 << 20)}",
         lambda: "\t}",
