@@ -46,6 +46,15 @@ bool specx_safe_to_read(int fd, const struct stat *st)
 
 /* --- descriptors --------------------------------------------------------------------------- */
 
+/* Opens PATH with FLAGS plus O_NOATIME where the kernel allows it (owner or CAP_FOWNER): what
+ * the speculative copy reads or maps, but the program itself never does, keeps its access
+ * time. */
+static int open_noatime(const char *path, int flags)
+{
+    int fd = open(path, flags | O_NOATIME);
+    return fd < 0 && errno == EPERM ? open(path, flags) : fd;
+}
+
 /* Flags of the original description that change what a read returns; the rest (write mode,
  * O_APPEND) is moot in a process that cannot write. */
 #define READ_AFFECTING_FLAGS (O_DIRECT | O_NOATIME | O_NONBLOCK)
@@ -56,8 +65,9 @@ static int reopen_private(int fd, const struct stat *st, int flags)
 {
     char path[SPECX_PROC_FD_PATH_MAX];
     specx_proc_fd_path(path, fd);
-    int dir = S_ISDIR(st->st_mode) ? O_DIRECTORY : 0;
-    int copy = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | dir | (flags & READ_AFFECTING_FLAGS));
+    int copy_flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0) |
+                     (flags & READ_AFFECTING_FLAGS);
+    int copy = open_noatime(path, copy_flags);
     if (copy < 0)
         return -1;
     /* Directories too: getdents continues from the description's position. */
@@ -247,7 +257,7 @@ static int open_if_same_regular_file(const char *path, const struct mapping *m)
     if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
         st.st_dev != m->dev)
         return -1;
-    return open(path, O_RDONLY | O_CLOEXEC);
+    return open_noatime(path, O_RDONLY | O_CLOEXEC);
 }
 
 /* Opens the file behind mapping M, read-only: through /proc/self/map_files (works for deleted

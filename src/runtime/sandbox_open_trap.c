@@ -49,8 +49,13 @@ static long checked_open(long dirfd, long path, long flags, long mode)
     }
     char self[SPECX_PROC_FD_PATH_MAX];
     specx_proc_fd_path(self, probe);
-    /* The O_PATH open already honoured O_NOFOLLOW; on the /proc link it would mean ELOOP. */
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, self, flags & ~(long)O_NOFOLLOW, mode, 0, cookie);
+    /* The O_PATH open already honoured O_NOFOLLOW; on the /proc link it would mean ELOOP.
+     * O_NOATIME where the kernel allows it (owner or CAP_FOWNER): a file the program itself
+     * never reads keeps its access time. */
+    long reopen_flags = flags & ~(long)O_NOFOLLOW;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, self, reopen_flags | O_NOATIME, mode, 0, cookie);
+    if (fd < 0 && errno == EPERM)
+        fd = (int)syscall(SYS_openat, AT_FDCWD, self, reopen_flags, mode, 0, cookie);
     if (fd < 0) {
         int err = errno;
         close(probe);

@@ -648,6 +648,9 @@ static void check_attempts(void)
 
 static void check_file_untouched(void)
 {
+    struct stat st;
+    check(stat(path_in_dir("file"), &st) == 0 && st.st_atime < time(NULL) - 86400,
+          "file_access_time_unchanged", "the child's reads updated the access time");
     char buf[MAP_LEN + 1];
     int fd = open(path_in_dir("file"), O_RDONLY);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
@@ -766,6 +769,10 @@ int main(int argc, char **argv)
     set_up_shared_memory();
     if (specx_sandbox_prepare() != 0)
         die("specx_sandbox_prepare");
+    /* An access time two days old: a read that is not O_NOATIME would update it (relatime). */
+    struct timespec times[2] = {{time(NULL) - 2 * 86400, 0}, {0, UTIME_OMIT}};
+    if (utimensat(AT_FDCWD, path_in_dir("file"), times, 0) < 0)
+        die("utimensat");
 
     pid_t child = fork();
     if (child < 0)
