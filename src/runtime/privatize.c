@@ -264,7 +264,8 @@ static int open_if_same_regular_file(const char *path, const struct mapping *m)
  * files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE), else by its
  * path if that still names the same inode. Only regular files qualify (shmem objects are
  * regular): a private mapping of a device or an anonymous inode (io_uring rings) could still
- * reach the object, so those are copied instead. Returns the descriptor or -1. */
+ * reach the object, so the caller copies those (or, for devices, refuses). Returns the
+ * descriptor or -1. */
 static int open_mapped_file(const struct mapping *m)
 {
     char map_file[SPECX_PROC_MAP_FILES_PATH_MAX];
