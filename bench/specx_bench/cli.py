@@ -102,6 +102,10 @@ def select_modes(args):
 def save(results, out):
     """Writes the results files; returns their names."""
     from . import plot   # matplotlib is slow to import: only when there is something to draw
+    # A workload interrupted before its data set was ready has nothing to report.
+    results["workloads"] = [w for w in results["workloads"] if "runs" in w]
+    for w in results["workloads"]:
+        w["summary"] = runner.summarize(w["runs"], results["environment"]["modes"])
     report.write(results, os.path.join(out, "results.md"), os.path.join(out, "results.json"))
     written = ["results.md", "results.json"]
     if results["workloads"] and plot.elapsed_chart(results["workloads"],
@@ -124,9 +128,9 @@ def run_all(names, cfg, results):
             results["validation"] = validate.run(cfg)
             ok &= all(c["passed"] for c in results["validation"]["checks"])
         else:
-            w = runner.bench_workload(WORKLOADS[name], cfg, log_dir)
-            w["summary"] = runner.summarize(w["runs"], [m.name for m in cfg.modes])
+            w = {}
             results["workloads"].append(w)
+            runner.bench_workload(WORKLOADS[name], cfg, log_dir, w)
             ok &= all(r["ok"] for r in w["runs"])
         save(results, cfg.out_dir)
     return ok

@@ -104,19 +104,20 @@ def progress_line(r):
     return " — ".join(parts)
 
 
-def bench_workload(workload, cfg, log_dir):
+def bench_workload(workload, cfg, log_dir, result):
     """Prepares WORKLOAD's data set, mounts it, runs every mode cfg.runs times (interleaved,
-    so that drift in the machine's state spreads over all modes) and counts read calls."""
+    so that drift in the machine's state spreads over all modes) and counts read calls.
+    Fills RESULT as it goes, so that an interrupted benchmark keeps the runs it made."""
     backing = datasets.ensure(workload, cfg.scale, cfg.data_dir)
     params = workload.scales[cfg.scale]
     mountpoint = os.path.join(cfg.data_dir, ".mnt", workload.name)
     scratch = tempfile.mkdtemp(prefix=f"specx-bench-{workload.name}-")
     os.chmod(scratch, 0o777)   # servers run as their own user and write reports here
-    result = {"name": workload.name, "paper": workload.paper,
-              "description": workload.description, "scale": cfg.scale, "params": params,
-              "dataset": {"path": backing, "bytes": datasets.size(backing),
-                          "generator_version": workload.version},
-              "tools": workload.tool_versions(), "runs": []}
+    result.update({"name": workload.name, "paper": workload.paper,
+                   "description": workload.description, "scale": cfg.scale, "params": params,
+                   "dataset": {"path": backing, "bytes": datasets.size(backing),
+                               "generator_version": workload.version},
+                   "tools": workload.tool_versions(), "runs": []})
     try:
         with slowfs.mounted(backing, mountpoint, cfg.slowfs_options):
             result["device"] = slowfs.stats(mountpoint)
@@ -131,7 +132,6 @@ def bench_workload(workload, cfg, log_dir):
                                           log_dir), log_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return result
 
 
 def summarize(runs, mode_names):
