@@ -185,7 +185,8 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
 {
     if (!specx.spec_allowed || getpid() != specx.pid)
         return false;
-    if (!specx.ctl && !(specx.ctl = specx_control_create())) {
+    /* The sandbox's filter is compiled here, in the program: never in a fresh clone. */
+    if (!specx.ctl && (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create()))) {
         specx_disable_speculation(0);
         return false;
     }
