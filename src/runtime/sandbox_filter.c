@@ -33,9 +33,10 @@
 #define SELF_PID_PLACEHOLDER 0x5ec0f00dU
 
 /* Opens that write, create, truncate or claim a file; never allowed. O_EXCL without O_CREAT
- * claims a block device exclusively. */
+ * claims a block device exclusively. glibc's __O_TMPFILE includes O_DIRECTORY: only its own
+ * bit is tested, or every directory open (grep -r, opendir) would be refused. */
 #define WRITE_OPEN_FLAGS                                                                      \
-    (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_EXCL | __O_TMPFILE)
+    (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_EXCL | (__O_TMPFILE & ~O_DIRECTORY))
 
 /* One entry of the table: the call and, for the reader, why it is harmless. */
 #define ALLOW(nr, why) nr

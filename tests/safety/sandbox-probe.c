@@ -12,6 +12,7 @@
 #include "sandbox.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -366,6 +367,22 @@ static long read_opened_file(void)
     return n == (ssize_t)strlen(FILE_DATA) && memcmp(buf + 1, FILE_DATA + 1, (size_t)n - 1) == 0
                ? 0 : -1;
 }
+/* grep -r and every other tree walk open directories: O_DIRECTORY shares a bit with
+ * O_TMPFILE, which the filter must refuse without refusing this. */
+static long open_directory(void)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    long found = -1;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, "file") == 0)
+            found = 0;
+    if (d)
+        closedir(d);
+    return found;
+}
 static long map_private(void)
 {
     int fd = openat(AT_FDCWD, path_in_dir("file"), O_RDONLY | O_CLOEXEC);
@@ -462,6 +479,7 @@ static const struct attempt attempts[] = {
     {"read_private_offset", read_private_copy, 0},
     {"read_private_dir_offset", read_dir_entry, 0},
     {"open_and_read_file", read_opened_file, 0},
+    {"open_directory", open_directory, 0},
     {"mmap_private_file", map_private, 0},
     {"malloc", allocate, 0},
     {"write_shared_memory", write_shared_memory, 0},
