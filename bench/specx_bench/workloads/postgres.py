@@ -30,7 +30,7 @@ SETTINGS = ("listen_addresses=", "fsync=off", "full_page_writes=off", "synchrono
 COLUMNS = ("col_key int, col_int int, col_signed int, col_float real, col_double float8, "
            "col_decim numeric(18,2), col_date date, col_code char(10), col_name char(20), "
            "col_address varchar(80)")
-# The index set each relation gets (OSDB's create-indexes step, less the clustered ones).
+# Four single-column B-tree indexes per relation, on columns AS3AP's queries select by.
 INDEXES = ("col_key", "col_int", "col_code", "col_name")
 
 
@@ -116,7 +116,7 @@ class Postgres(Workload):
                                       for rel in RELATIONS for col in INDEXES])
 
     def tool_versions(self):
-        return {"postgres": first_line([os.path.join(bindir(), "postgres"), "--version"])}
+        return self.generator_inputs()
 
 
 def require_reachable(path):
