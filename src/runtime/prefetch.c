@@ -15,44 +15,39 @@
 
 /* Pages whose state one mincore call reports (1 MiB). */
 #define STEP_PAGES 256u
-/* A prefetch covers at least this much (up to EOF). A slow device pays mostly per request
- * (paper2003: 12 ms access, 3 ms to move 128 KiB), so one request of 128 KiB, a FUSE
- * request's maximum, costs about what 4 KiB costs: a 4 KiB stdio refill per request made the
- * speculative process slower than the program's own readahead, and GNU ld's scattered reads
- * of a ~100 KiB object file stalled it once per read until one prefetch covered the file.
- * Like readahead, the size doubles while a descriptor is read sequentially, up to
- * MAX_PREFETCH: the program's descriptor loses its own readahead (POSIX_FADV_RANDOM) once
- * these prefetches serve it. */
-#define MIN_PREFETCH (128u * 1024u)
-#define MAX_PREFETCH (1024u * 1024u)
+/* What is prefetched follows the descriptor's access pattern (§4.1.2: the speculative process
+ * issues the reads its program would issue, so it needs no readahead of its own). A random
+ * read is prefetched as it is, page-rounded: widening it buys the program nothing and costs
+ * the device transfer time and a request on every disk the extra bytes touch (paper2003:
+ * 128 KiB for each 4 KiB SQLite page moved 32 times the data, and a sixth of those
+ * prefetches were never read). A read that continues a sequential run (it starts where the
+ * descriptor's last read ended, or at the start of the file) is prefetched up to the next
+ * CHUNK boundary: small stdio refills then make one request per CHUNK, a small file read
+ * from its start is fetched whole (GNU ld's scattered reads of an object file), and a run's
+ * requests are aligned (paper2003: a 128 KiB request that starts 4 KiB past a stripe
+ * boundary needs three disks, an aligned one two). The program's descriptor loses its own
+ * readahead (POSIX_FADV_RANDOM) once these prefetches serve it. */
+#define CHUNK (128u * 1024u)
 #define TRACKED_FDS 1024
 
-/* Per descriptor of this (speculative) process: where its last prefetch ended and how big
- * it was. */
-static struct window {
-    uint64_t dev, ino, next;
-    uint32_t size;
-} windows[TRACKED_FDS];
+/* Per descriptor of this (speculative) process: its file and where its last read ended. */
+static struct stream {
+    uint64_t dev, ino, read_end;
+} streams[TRACKED_FDS];
 
-/* How much to prefetch at [off, ...): the readahead-like window. */
-static uint64_t prefetch_size(int fd, const struct stat *st, uint64_t off)
+/* Records a read of [off, end) on fd and returns where its prefetch ends. */
+static uint64_t prefetch_end(int fd, const struct stat *st, uint64_t off, uint64_t end)
 {
     if (fd < 0 || fd >= TRACKED_FDS)
-        return MIN_PREFETCH;
-    struct window *w = &windows[fd];
-    bool sequential = w->dev == (uint64_t)st->st_dev && w->ino == (uint64_t)st->st_ino &&
-                      w->next == off;
-    uint32_t size = MIN_PREFETCH;
-    if (sequential)
-        size = w->size < MAX_PREFETCH / 2 ? 2 * w->size : MAX_PREFETCH;
-    *w = (struct window){ st->st_dev, st->st_ino, 0, size };
-    return size;
-}
-
-static void window_advanced(int fd, uint64_t end)
-{
-    if (fd >= 0 && fd < TRACKED_FDS)
-        windows[fd].next = end;
+        return end;
+    struct stream *s = &streams[fd];
+    bool same_file = s->dev == (uint64_t)st->st_dev && s->ino == (uint64_t)st->st_ino;
+    bool sequential = off == 0 || (same_file && off == s->read_end);
+    *s = (struct stream){ st->st_dev, st->st_ino, end };
+    if (!sequential)
+        return end;
+    uint64_t chunk_end = (end + CHUNK - 1) / CHUNK * CHUNK;
+    return chunk_end < (uint64_t)st->st_size ? chunk_end : (uint64_t)st->st_size;
 }
 
 /* Copies data that is in memory and complete: this cannot block. */
@@ -68,33 +63,49 @@ static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
     }
 }
 
-/* Prefetches [off, off+len), widened to the descriptor's window, unless all of that is in
- * memory or on its way (the program's own read, kernel readahead, an earlier prefetch): that
- * must not be waited for either. */
-static void fetch_missing(int fd, const struct stat *st, uint64_t off, uint64_t len)
+/* The missing ranges of one read, merged while adjacent so that each becomes as few (and as
+ * well aligned) device requests as possible. */
+struct fetch {
+    int fd;
+    const struct stat *st;
+    uint64_t off, end; /* the range gathered so far (empty: off == end) */
+};
+
+/* Prefetches the gathered range unless all of it is in memory or on its way (the program's
+ * own read, kernel readahead, an earlier prefetch): that must not be waited for either. */
+static void fetch_flush(struct fetch *f)
 {
-    uint64_t window = specx_clamp_to_eof(off, prefetch_size(fd, st, off), (uint64_t)st->st_size);
-    if (len < window)
-        len = window;
-    window_advanced(fd, off + len);
-    int64_t cached = specx_cached_pages(fd, off, len);
+    uint64_t off = f->off, len = f->end - f->off;
+    f->off = f->end;
+    if (len == 0)
+        return;
+    int64_t cached = specx_cached_pages(f->fd, off, len);
     if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len))
         return;
     specx_horizon_wait(specx.ctl, specx.horizon);
-    specx_start_read(fd, off, len);
-    specx_log_prefetch(specx.ctl, st->st_dev, st->st_ino, off, len, specx_now_ns());
+    specx_start_read(f->fd, off, len);
+    specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns());
     SPECX_COUNT(spec_prefetches, 1);
     SPECX_COUNT(spec_bytes, len);
+}
+
+static void fetch_add(struct fetch *f, uint64_t off, uint64_t end)
+{
+    if (off != f->end) {
+        fetch_flush(f);
+        f->off = off;
+    }
+    f->end = end;
 }
 
 static uint64_t page_start(uint64_t off) { return off & ~(uint64_t)(SPECX_PAGE_SIZE - 1); }
 
 /* One step of at most STEP_PAGES pages: runs of complete pages are copied, the rest fetched. */
-static void emulate_step(int fd, const struct stat *st, char *buf, uint64_t off, uint64_t end)
+static void emulate_step(struct fetch *f, char *buf, uint64_t off, uint64_t end)
 {
     unsigned char vec[STEP_PAGES];
-    if (specx_uptodate_pages(fd, off, end - off, vec) < 0) {
-        copy_resident(fd, buf, off, end - off); /* cannot tell: read it (may block) */
+    if (specx_uptodate_pages(f->fd, off, end - off, vec) < 0) {
+        copy_resident(f->fd, buf, off, end - off); /* cannot tell: read it (may block) */
         return;
     }
     uint64_t first = page_start(off);
@@ -106,22 +117,22 @@ static void emulate_step(int fd, const struct stat *st, char *buf, uint64_t off,
         if (run_end > end)
             run_end = end;
         if (uptodate)
-            copy_resident(fd, buf, off, run_end - off);
+            copy_resident(f->fd, buf, off, run_end - off);
         else
-            fetch_missing(fd, st, off, run_end - off);
+            fetch_add(f, off, run_end);
         buf += run_end - off;
         off = run_end;
     }
 }
 
-static void emulate_range(int fd, const struct stat *st, char *buf, uint64_t off, uint64_t len)
+static void emulate_range(struct fetch *f, char *buf, uint64_t off, uint64_t len)
 {
     uint64_t end = off + len;
     while (off < end) {
         uint64_t step_end = page_start(off) + STEP_PAGES * SPECX_PAGE_SIZE;
         if (step_end > end)
             step_end = end;
-        emulate_step(fd, st, buf, off, step_end);
+        emulate_step(f, buf, off, step_end);
         buf += step_end - off;
         off = step_end;
     }
@@ -134,12 +145,15 @@ ssize_t specx_prefetch_read(const struct specx_read *r, const struct iovec *iov,
     struct stat st;
     if (fstat(r->fd, &st) < 0)
         return -1;
+    struct fetch f = { .fd = r->fd, .st = &st };
     if (r->skip) {
-        /* The read that created this process: the program issued it; what follows it in
-         * the file is this process's to prefetch. */
-        fetch_missing(r->fd, &st, r->off, r->len);
+        /* The read that created this process: the program issued it; the rest of its chunk,
+         * if it continues a run, is this process's to prefetch. */
+        uint64_t end = r->off + r->len;
+        fetch_add(&f, end, prefetch_end(r->fd, &st, r->off, end));
+        fetch_flush(&f);
         if (at_offset)
-            lseek(r->fd, (off_t)(r->off + r->len), SEEK_SET);
+            lseek(r->fd, (off_t)end, SEEK_SET);
         return (ssize_t)r->len;
     }
     if (at_offset && (off = lseek(r->fd, 0, SEEK_CUR)) < 0)
@@ -149,11 +163,16 @@ ssize_t specx_prefetch_read(const struct specx_read *r, const struct iovec *iov,
         uint64_t n = specx_clamp_to_eof(pos, iov[i].iov_len, size);
         if (n == 0)
             break;
-        emulate_range(r->fd, &st, iov[i].iov_base, pos, n);
+        emulate_range(&f, iov[i].iov_base, pos, n);
         pos += n;
         if (n < iov[i].iov_len)
             break;
     }
+    if (pos > (uint64_t)off && f.end == pos)
+        fetch_add(&f, pos, prefetch_end(r->fd, &st, (uint64_t)off, pos));
+    else if (pos > (uint64_t)off)
+        prefetch_end(r->fd, &st, (uint64_t)off, pos); /* the read's end is in memory */
+    fetch_flush(&f);
     if (at_offset)
         lseek(r->fd, (off_t)pos, SEEK_SET);
     return (ssize_t)(pos - (uint64_t)off);

@@ -23,9 +23,10 @@
 
 void specx_start_read(int fd, uint64_t off, uint64_t len)
 {
-    for (uint64_t done = 0; done < len; done += PREFETCH_CHUNK) {
-        uint64_t n = len - done < PREFETCH_CHUNK ? len - done : PREFETCH_CHUNK;
-        posix_fadvise(fd, (off_t)(off + done), (off_t)n, POSIX_FADV_WILLNEED);
+    for (uint64_t end = off + len; off < end;) {
+        uint64_t n = end - off <= PREFETCH_CHUNK ? end - off : PREFETCH_CHUNK - off % PREFETCH_CHUNK;
+        posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
+        off += n;
     }
 }
 
