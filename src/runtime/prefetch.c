@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "prefetch.h"
 #include "readpath.h"
 #include "real.h"
 #include "residency.h"
@@ -16,18 +17,9 @@
 /* Pages whose state one mincore call reports (1 MiB). */
 #define STEP_PAGES 256u
 /* What is prefetched follows the descriptor's access pattern (§4.1.2: the speculative process
- * issues the reads its program would issue, so it needs no readahead of its own). A random
- * read is prefetched as it is, page-rounded: widening it buys the program nothing and costs
- * the device transfer time and a request on every disk the extra bytes touch (paper2003:
- * 128 KiB for each 4 KiB SQLite page moved 32 times the data, and a sixth of those
- * prefetches were never read). A read that continues a sequential run (it starts where the
- * descriptor's last read ended, or at the start of the file) is prefetched up to the next
- * CHUNK boundary: small stdio refills then make one request per CHUNK, a small file read
- * from its start is fetched whole (GNU ld's scattered reads of an object file), and a run's
- * requests are aligned (paper2003: a 128 KiB request that starts 4 KiB past a stripe
- * boundary needs three disks, an aligned one two). The program's descriptor loses its own
- * readahead (POSIX_FADV_RANDOM) once these prefetches serve it. */
-#define CHUNK (128u * 1024u)
+ * issues the reads its program would issue, so it needs no readahead window of its own):
+ * see specx_prefetch_end. The program's descriptor loses its own readahead
+ * (POSIX_FADV_RANDOM) once these prefetches serve it. */
 #define TRACKED_FDS 1024
 
 /* Per descriptor of this (speculative) process: its file and where its last read ended. */
@@ -35,7 +27,8 @@ static struct stream {
     uint64_t dev, ino, read_end;
 } streams[TRACKED_FDS];
 
-/* Records a read of [off, end) on fd and returns where its prefetch ends. */
+/* Records a read of [off, end) on fd and returns where its prefetch ends. Like the kernel's
+ * readahead, a read at the start of the file or where the last one ended is sequential. */
 static uint64_t prefetch_end(int fd, const struct stat *st, uint64_t off, uint64_t end)
 {
     if (fd < 0 || fd >= TRACKED_FDS)
@@ -44,10 +37,7 @@ static uint64_t prefetch_end(int fd, const struct stat *st, uint64_t off, uint64
     bool same_file = s->dev == (uint64_t)st->st_dev && s->ino == (uint64_t)st->st_ino;
     bool sequential = off == 0 || (same_file && off == s->read_end);
     *s = (struct stream){ st->st_dev, st->st_ino, end };
-    if (!sequential)
-        return end;
-    uint64_t chunk_end = (end + CHUNK - 1) / CHUNK * CHUNK;
-    return chunk_end < (uint64_t)st->st_size ? chunk_end : (uint64_t)st->st_size;
+    return specx_prefetch_end(sequential, end, (uint64_t)st->st_size);
 }
 
 /* Copies data that is in memory and complete: this cannot block. */

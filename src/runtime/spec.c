@@ -4,16 +4,18 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "control.h"
+#include "prefetch.h"
 #include "runtime.h"
 #include "sandbox.h"
 
-#define PREFETCH_CHUNK (128u * 1024u)
 /* How long the program waits for a new speculative process to privatize its state before
  * going on with its own read; it was already issued, so the wait hides in the disk's time. */
 #define READY_TIMEOUT_NS (20ull * 1000000ull)
@@ -24,7 +26,7 @@
 void specx_start_read(int fd, uint64_t off, uint64_t len)
 {
     for (uint64_t end = off + len; off < end;) {
-        uint64_t n = end - off <= PREFETCH_CHUNK ? end - off : PREFETCH_CHUNK - off % PREFETCH_CHUNK;
+        uint64_t n = specx_prefetch_call_len(off, end);
         posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
         off += n;
     }
@@ -33,16 +35,58 @@ void specx_start_read(int fd, uint64_t off, uint64_t len)
 /* A speculative process that could not speed anything up is not re-created at once: each
  * creation costs a fork and a sandbox, so after one that prefetched nothing the next
  * 1, 2, 4 ... 64 stalls pass without speculation (a workload speculation cannot help must
- * not pay for it at every stall). */
+ * not pay for it at every stall). The back-off is kept per file, that of the stall that
+ * created the process: one that was useless at one file says little about another. A
+ * PostgreSQL backend reads its catalogs at connection start, where its copies die of the data
+ * they could not read (a relation map that fails its checksum), then scans the relations of
+ * CREATE INDEX, where they can run ahead: one back-off for both left it no copy at all. */
 #define MAX_BACKOFF 64u
+#define BACKOFF_FILES 8
+
+static struct backoff {
+    uint64_t dev, ino;
+    unsigned stalls; /* the current back-off ... */
+    unsigned skip;   /* ... and how many stalls of it are left */
+} backoffs[BACKOFF_FILES];
+static pid_t backoffs_owner; /* a forked child starts without its parent's */
+static unsigned backoff_next;
+/* The file of the stall that created the speculative process. */
+static uint64_t child_dev, child_ino;
+
+static void file_of(int fd, uint64_t *dev, uint64_t *ino)
+{
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0;
+    *dev = ok ? (uint64_t)st.st_dev : 0;
+    *ino = ok ? (uint64_t)st.st_ino : 0;
+}
+
+/* The back-off of file (dev, ino); with create, a fresh one if it has none (replacing the
+ * oldest entry), else NULL. */
+static struct backoff *backoff_of(uint64_t dev, uint64_t ino, bool create)
+{
+    if (backoffs_owner != specx.pid) {
+        memset(backoffs, 0, sizeof backoffs);
+        backoffs_owner = specx.pid;
+    }
+    for (unsigned i = 0; i < BACKOFF_FILES; i++)
+        if (backoffs[i].dev == dev && backoffs[i].ino == ino)
+            return &backoffs[i];
+    if (!create)
+        return NULL;
+    struct backoff *b = &backoffs[backoff_next++ % BACKOFF_FILES];
+    *b = (struct backoff){ .dev = dev, .ino = ino };
+    return b;
+}
 
 static void judge_child(void)
 {
     bool useful = specx.ctl->issued != specx.issued_at_start;
-    specx.backoff = useful ? 0 : (specx.backoff ? 2 * specx.backoff : 1);
-    if (specx.backoff > MAX_BACKOFF)
-        specx.backoff = MAX_BACKOFF;
-    specx.skip = specx.backoff;
+    struct backoff *b = backoff_of(child_dev, child_ino, true);
+    b->stalls = useful ? 0 : (b->stalls ? 2 * b->stalls : 1);
+    if (b->stalls > MAX_BACKOFF)
+        b->stalls = MAX_BACKOFF;
+    b->skip = b->stalls;
 }
 
 static bool reaped(pid_t pid, int flags)
@@ -195,12 +239,17 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     bool sync = child_still_running();
     if (sync)
         judge_child();
-    if (specx.skip > 0) {
-        specx.skip--;
+    uint64_t dev, ino;
+    file_of(stall->fd, &dev, &ino);
+    struct backoff *b = backoff_of(dev, ino, false);
+    if (b && b->skip > 0) {
+        b->skip--;
         if (sync)
             kill_child(); /* diverged without prefetching anything: not worth a new copy */
         return false;
     }
+    child_dev = dev;
+    child_ino = ino;
     /* Start the program's own read first, so that what follows hides in the disk's time. */
     specx_start_read(stall->fd, stall->off, stall->len);
     uint64_t t0 = specx_now_ns();

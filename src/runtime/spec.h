@@ -21,11 +21,8 @@ bool specx_spec_on_stall(const struct specx_stall *stall);
 /* Kills and reaps the speculative process, if any (exit, exec, threads). */
 void specx_spec_stop(void);
 
-/* Asks the kernel to start reading [off, off+len) of fd without waiting, in calls of at most
- * 128 KiB: one call reads at most the device's read_ahead_kb (128 KiB on FUSE) and silently
- * drops the rest (measured here, DESIGN-NOTES §4). A longer range is cut at 128 KiB
- * boundaries, so that each call is one aligned device request rather than one that straddles
- * stripe units (and needs a disk more). */
+/* Asks the kernel to start reading [off, off+len) of fd without waiting, in calls cut by
+ * specx_prefetch_call_len (prefetch.h). */
 void specx_start_read(int fd, uint64_t off, uint64_t len);
 
 #endif
