@@ -110,7 +110,6 @@ void specx_start_process(void)
     specx.pid = getpid();
     specx.child = 0;
     memset(specx.dying, 0, sizeof specx.dying);
-    specx.backoff = specx.skip = 0;
     specx.ctl = NULL;
     specx.slot = specx_stats_claim();
     specx.slot->horizon = specx.horizon;

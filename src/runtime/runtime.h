@@ -27,8 +27,6 @@ struct specx_state {
     pid_t child;         /* its speculative process, 0 if none */
     pid_t dying[8];      /* killed speculative processes not reaped yet (0: free) */
     uint32_t issued_at_start; /* prefetch log position when the current child started */
-    unsigned backoff;    /* stalls to let pass after a child that prefetched nothing ... */
-    unsigned skip;       /* ... and how many of them are left */
     unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */
     struct specx_stats_slot *slot;
     struct specx_control *ctl; /* shared with the speculative process; NULL until needed */
