@@ -102,7 +102,7 @@ class Postgres(Workload):
     def command(self, root, params, scratch):
         builds = [f"CREATE INDEX {rel}_{col} ON {rel} ({col})"
                   for rel in RELATIONS for col in INDEXES]
-        return psql_command(socket_dir(scratch), DATABASE, builds)
+        return psql_command(socket_dir(scratch), DATABASE, builds + [check_sql(params["rows"])])
 
     @contextlib.contextmanager
     def session(self, root, params, wrap, scratch, log):
@@ -117,6 +117,22 @@ class Postgres(Workload):
 
     def tool_versions(self):
         return self.generator_inputs()
+
+
+def check_sql(rows):
+    """A statement that fails (and so fails the run: psql stops on errors) unless every index
+    was built and answers like its relation: a range of keys looked up through each col_key
+    index must find one row per key. Cheap: the new indexes are still in memory."""
+    want = min(rows, 1000)
+    checks = " AND ".join(f"(SELECT count(*) FROM {rel} WHERE col_key <= {want}) = {want}"
+                          for rel in RELATIONS)
+    indexes = ", ".join(f"'{rel}_{col}'" for rel in RELATIONS for col in INDEXES)
+    return ("SET enable_seqscan = off; SET enable_bitmapscan = off; "
+            "DO $$ BEGIN IF NOT ((SELECT count(*) FROM pg_index i JOIN pg_class c "
+            f"ON c.oid = i.indexrelid WHERE i.indisvalid AND c.relname IN ({indexes})) = "
+            f"{len(RELATIONS) * len(INDEXES)} AND {checks}) THEN "
+            "RAISE EXCEPTION 'specx bench: the index builds gave wrong results'; "
+            "END IF; END $$")
 
 
 def require_reachable(path):
