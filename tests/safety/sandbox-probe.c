@@ -61,6 +61,12 @@ static const char *unix_path;
 static pid_t parent;
 static int file_rw, file_ro, dir_fd, pipe_r, pipe_w, sock_cli, sock_srv, listener;
 static char *map_file, *map_anon, *map_sysv, *map_memfd;
+/* The shared anonymous mapping is large and mostly never written: an unprivileged child copies
+ * only its resident pages, found in steps of 16 MiB (privatize.c); FAR_OFFSET lies in the third
+ * step, UNTOUCHED_OFFSET in the second, never written by anyone. */
+#define ANON_LEN (40 << 20)
+#define FAR_OFFSET (33 << 20)
+#define UNTOUCHED_OFFSET (20 << 20)
 static int shm_id, msg_id, sem_id;
 static volatile sig_atomic_t usr1_received, usr2_received;
 static volatile long parent_secret = 42; /* process_vm_writev target */
@@ -78,7 +84,8 @@ struct report {
     } attempt[MAX_ATTEMPTS];
     char read_back[sizeof FILE_DATA];
     char next_dirent[256];
-    char seen_before_write[4], seen_after_write[4];
+    char seen_before_write[5], seen_after_write[5];
+    char seen_untouched;
 };
 static struct report *report;
 
@@ -406,12 +413,13 @@ static long allocate(void)
  * parent's data. */
 static long write_shared_memory(void)
 {
-    char *maps[] = {map_file, map_anon, map_sysv, map_memfd};
-    for (int i = 0; i < 4; i++) {
+    char *maps[] = {map_file, map_anon, map_sysv, map_memfd, map_anon + FAR_OFFSET};
+    for (int i = 0; i < 5; i++) {
         report->seen_before_write[i] = maps[i][0];
         maps[i][0] = 'C';
         report->seen_after_write[i] = maps[i][0];
     }
+    report->seen_untouched = map_anon[UNTOUCHED_OFFSET];
     return 0;
 }
 static void on_usr2(int sig) { usr2_received = 1; }
@@ -614,7 +622,7 @@ static void set_up_pipes_and_sockets(void)
 static void set_up_shared_memory(void)
 {
     map_file = map_shared_fd(file_rw);
-    map_anon = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    map_anon = mmap(NULL, ANON_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     shm_id = shmget(IPC_PRIVATE, MAP_LEN, IPC_CREAT | 0600);
     map_sysv = shm_id < 0 ? MAP_FAILED : shmat(shm_id, NULL, 0);
     int memfd = memfd_create("probe", MFD_CLOEXEC);
@@ -622,7 +630,7 @@ static void set_up_shared_memory(void)
         ftruncate(memfd, MAP_LEN) < 0)
         die("shared memory");
     map_memfd = map_shared_fd(memfd);
-    map_file[0] = map_anon[0] = map_sysv[0] = map_memfd[0] = 'P';
+    map_file[0] = map_anon[0] = map_sysv[0] = map_memfd[0] = map_anon[FAR_OFFSET] = 'P';
     msg_id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
     sem_id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
     if (msg_id < 0 || sem_id < 0)
@@ -679,12 +687,13 @@ static void check_file_untouched(void)
 
 static void check_memory_untouched(void)
 {
-    check(map_file[0] == 'P' && map_anon[0] == 'P' && map_sysv[0] == 'P' && map_memfd[0] == 'P',
-          "shared_memory_unchanged", "parent sees %c%c%c%c", map_file[0], map_anon[0],
-          map_sysv[0], map_memfd[0]);
-    check(memcmp(report->seen_before_write, "PPPP", 4) == 0 &&
-              memcmp(report->seen_after_write, "CCCC", 4) == 0,
-          "private_copies_hold_parent_data", "child saw %.4s then %.4s",
+    check(map_file[0] == 'P' && map_anon[0] == 'P' && map_sysv[0] == 'P' && map_memfd[0] == 'P' &&
+              map_anon[FAR_OFFSET] == 'P' && map_anon[UNTOUCHED_OFFSET] == 0,
+          "shared_memory_unchanged", "parent sees %c%c%c%c%c", map_file[0], map_anon[0],
+          map_sysv[0], map_memfd[0], map_anon[FAR_OFFSET]);
+    check(memcmp(report->seen_before_write, "PPPPP", 5) == 0 &&
+              memcmp(report->seen_after_write, "CCCCC", 5) == 0 && report->seen_untouched == 0,
+          "private_copies_hold_parent_data", "child saw %.5s then %.5s",
           report->seen_before_write, report->seen_after_write);
     check(parent_secret == 42, "parent_memory_unchanged", "secret is %ld", parent_secret);
 }
