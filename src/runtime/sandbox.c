@@ -37,7 +37,8 @@ static int forbid_core_dumps(void)
     return 0;
 }
 
-int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep)
+int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
+                        const uint32_t *shared_wait)
 {
     /* Normally done by the runtime in the parent; here only if it was not. */
     int err = specx_filter_compiled() ? 0 : specx_sandbox_prepare();
@@ -51,5 +52,5 @@ int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep)
     /* Third restriction: the system-call table, with its open trap handler in place first. */
     if (err == 0)
         err = specx_open_trap_install();
-    return err ? err : specx_filter_load(getpid());
+    return err ? err : specx_filter_load(getpid(), shared_wait);
 }

@@ -5,6 +5,7 @@
 #define SPECX_SANDBOX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A memory region of the runtime that must stay shared with the normal process (the control
  * region, the statistics slot): everything else that is shared becomes private. */
@@ -21,7 +22,13 @@ int specx_sandbox_prepare(void);
 
 /* Privatizes file offsets and shared mappings, neutralizes inherited pipes, sockets and
  * terminals, then installs the seccomp filter. Irreversible. Returns 0, or -errno when the
- * sandbox could not be completed: the caller must then _exit at once. */
-int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep);
+ * sandbox could not be completed: the caller must then _exit at once.
+ * SHARED_WAIT is the one futex word, inside a KEEP region, on which the speculative process
+ * may wait with a futex the program shares (the horizon's parking word); NULL for none. Every
+ * other wait must be process-private: a page of a privatized mapping that the copy has not
+ * written yet still has the program's futex key, and a copy waiting there could take a wake-up
+ * meant for one of the program's own waiters, which would then sleep for ever. */
+int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
+                        const uint32_t *shared_wait);
 
 #endif

@@ -31,6 +31,10 @@
 /* Stands for the speculative process's own pid while the filter is compiled (before that pid
  * exists); specx_filter_load patches the real pid in. Above any pid_max, so never a real pid. */
 #define SELF_PID_PLACEHOLDER 0x5ec0f00dU
+/* Stands likewise for the address of the one shared futex word the process may wait on; the
+ * filter compares an address as two 32-bit halves, so each half has its own placeholder. */
+#define SHARED_WAIT_HI_PLACEHOLDER 0x5ec0a11eU
+#define SHARED_WAIT_LO_PLACEHOLDER 0x5ec0a11fU
 
 /* Opens that write, create, truncate or claim a file; never allowed. O_EXCL without O_CREAT
  * claims a block device exclusively. glibc's __O_TMPFILE includes O_DIRECTORY: only its own
@@ -86,7 +90,6 @@ static const int allowed[] = {
     ALLOW(__NR_cachestat, "residency query, the would-block test of §4.1.2"),
     ALLOW(SCMP_SYS(readahead), "the prefetch itself (§4.1.2)"),
     ALLOW(SCMP_SYS(process_vm_readv), "read-only; lets the runtime pull memory from the parent"),
-    ALLOW(SCMP_SYS(futex_waitv), "waiting wakes nobody"),
     ALLOW(SCMP_SYS(set_robust_list), "thread runtime"),
     ALLOW(SCMP_SYS(get_robust_list), "thread runtime"),
     ALLOW(SCMP_SYS(set_tid_address), "thread runtime"),
@@ -192,14 +195,18 @@ static const unsigned long prctl_options[] = {
     PR_SET_NAME, PR_GET_NAME, PR_GET_DUMPABLE, PR_GET_PDEATHSIG, PR_GET_KEEPCAPS,
     PR_GET_TIMERSLACK, PR_GET_SECCOMP, PR_GET_NO_NEW_PRIVS, PR_CAPBSET_READ, PR_SET_VMA,
 };
+/* Futex operations allowed on any address: waking (at worst a spurious wake-up, which futex
+ * users tolerate) and private waits (keyed by this process's own memory). */
 static const unsigned long futex_ops[] = {
-    FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET,
+    FUTEX_WAKE, FUTEX_WAKE_OP, FUTEX_WAKE_BITSET,
+    FUTEX_WAKE_PRIVATE, FUTEX_WAKE_OP_PRIVATE, FUTEX_WAKE_BITSET_PRIVATE,
+    FUTEX_WAIT_PRIVATE, FUTEX_WAIT_BITSET_PRIVATE,
 };
 /* The kernel reads these arguments as 32-bit integers: compare only the low half, so that
  * garbage in the high half can neither sneak a value past the filter nor block a good one. */
 #define INT_BITS 0xffffffffUL
-/* The futex command without its PRIVATE and CLOCK_REALTIME flags. */
-#define FUTEX_OP_BITS 0x7fUL
+/* The futex command with its PRIVATE flag, without CLOCK_REALTIME. */
+#define FUTEX_OP_BITS 0xffUL
 #define VALUES(a) a, sizeof(a) / sizeof(a[0])
 static const struct {
     int nr;
@@ -218,10 +225,11 @@ static const struct {
     {SCMP_SYS(fadvise64), 3, INT_BITS, VALUES(fadvise_advice)},
     /* the process name and getters only */
     {SCMP_SYS(prctl), 0, INT_BITS, VALUES(prctl_options)},
-    /* Wait and wake only. A privatized page that the child has not written yet is still the
-     * shared page, so its futex key is the parent's: waking there is at worst a spurious
-     * wake-up (which futex users tolerate), but REQUEUE would move the parent's waiters where
-     * nobody wakes them and the PI operations would make the child own the parent's lock. */
+    /* Wake, and wait privately. A privatized page that the child has not written yet is still
+     * the shared page, so its futex key is the parent's: a shared wait there could take the
+     * wake-up of one of the parent's waiters, REQUEUE would move the parent's waiters where
+     * nobody wakes them, and the PI operations would make the child own the parent's lock.
+     * Shared waits are allowed on one address only (add_futex_wait_rules). */
     {SCMP_SYS(futex), 1, FUTEX_OP_BITS, VALUES(futex_ops)},
 };
 
@@ -288,6 +296,24 @@ static const struct {
     {0xffffffff, 64},
 };
 
+/* A wait on a futex the program shares, at the address specx_filter_load patches in: the
+ * horizon's parking word in the control region (§4.1.3), and nowhere else. */
+static int add_futex_wait_rules(scmp_filter_ctx ctx)
+{
+    const uint64_t placeholder =
+        (uint64_t)SHARED_WAIT_HI_PLACEHOLDER << 32 | SHARED_WAIT_LO_PLACEHOLDER;
+    static const unsigned long waits[] = { FUTEX_WAIT, FUTEX_WAIT_BITSET };
+    int err = 0;
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0] && !err; i++) {
+        struct scmp_arg_cmp at_shared_wait[] = {
+            SCMP_CMP(0, SCMP_CMP_EQ, placeholder),
+            SCMP_CMP(1, SCMP_CMP_MASKED_EQ, FUTEX_OP_BITS, waits[i]),
+        };
+        err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(futex), 2, at_shared_wait);
+    }
+    return err;
+}
+
 /* Signals only to itself (§4.1.1: "must not be allowed to ... send signals to normal
  * processes"); abort() and raise() still work. kill(0) and kill(-1) are refused. */
 static int add_signal_rules(scmp_filter_ctx ctx)
@@ -351,6 +377,8 @@ static int add_all_rules(scmp_filter_ctx ctx, uint64_t cookie)
     if (err == 0)
         err = add_mmap_rules(ctx);
     if (err == 0)
+        err = add_futex_wait_rules(ctx);
+    if (err == 0)
         err = add_signal_rules(ctx);
     return err ? err : add_misc_rules(ctx);
 }
@@ -399,20 +427,28 @@ int specx_filter_compiled(void)
     return program_len > 0;
 }
 
-/* The kill rules compare against SELF_PID_PLACEHOLDER; make them compare against SELF. */
-static void patch_self_pid(pid_t self)
+/* The kill rules compare against SELF_PID_PLACEHOLDER and the shared futex wait against the
+ * address placeholders; make them compare against SELF and SHARED_WAIT. */
+static void patch_placeholders(pid_t self, const uint32_t *shared_wait)
 {
+    const uint64_t wait = (uint64_t)(uintptr_t)shared_wait;
     for (unsigned short i = 0; i < program_len; i++) {
-        if (program[i].code == (BPF_JMP | BPF_JEQ | BPF_K) && program[i].k == SELF_PID_PLACEHOLDER)
+        if (program[i].code != (BPF_JMP | BPF_JEQ | BPF_K))
+            continue;
+        if (program[i].k == SELF_PID_PLACEHOLDER)
             program[i].k = (uint32_t)self;
+        else if (program[i].k == SHARED_WAIT_HI_PLACEHOLDER)
+            program[i].k = (uint32_t)(wait >> 32);
+        else if (program[i].k == SHARED_WAIT_LO_PLACEHOLDER)
+            program[i].k = (uint32_t)wait;
     }
 }
 
-int specx_filter_load(pid_t self)
+int specx_filter_load(pid_t self, const uint32_t *shared_wait)
 {
     if (program_len == 0)
         return -ENOEXEC;
-    patch_self_pid(self);
+    patch_placeholders(self, shared_wait);
     struct sock_fprog fprog = {.len = program_len, .filter = program};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
         syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)

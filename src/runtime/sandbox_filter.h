@@ -18,8 +18,9 @@ int specx_filter_compile(uint64_t open_cookie);
 int specx_filter_compiled(void);
 
 /* Sets no_new_privs and installs the compiled filter in the calling (single-threaded) process,
- * with SELF as the only process that kill/tkill/tgkill may reach. Irreversible.
+ * with SELF as the only process that kill/tkill/tgkill may reach and SHARED_WAIT (or nothing,
+ * when NULL) the only address of a futex wait that is not process-private. Irreversible.
  * Returns 0 or -errno. */
-int specx_filter_load(pid_t self);
+int specx_filter_load(pid_t self, const uint32_t *shared_wait);
 
 #endif

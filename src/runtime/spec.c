@@ -172,7 +172,7 @@ static void become_speculative(pid_t program)
         { specx.ctl, sizeof *specx.ctl },
         { specx.slot, SPECX_STATS_PAGE },
     };
-    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0]) < 0) {
+    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0], &specx.ctl->passed) < 0) {
         specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
         _exit(127);
     }

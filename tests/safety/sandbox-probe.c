@@ -86,6 +86,7 @@ struct report {
     char next_dirent[256];
     char seen_before_write[5], seen_after_write[5];
     char seen_untouched;
+    uint32_t wait_word; /* the one shared futex word the child may wait on */
 };
 static struct report *report;
 
@@ -211,6 +212,23 @@ static uint32_t futex_word;
 ATTEMPT(raw_futex_requeue, syscall(SYS_futex, &futex_word, FUTEX_CMP_REQUEUE, 1, 1, &one, 0))
 ATTEMPT(raw_futex_lock_pi, syscall(SYS_futex, &futex_word, FUTEX_LOCK_PI, 0, NULL, NULL, 0))
 ATTEMPT(raw_futex_wake, syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0))
+/* A shared wait on memory the parent shares could take a wake-up meant for the parent's own
+ * waiters; only the word the runtime names (the report's wait_word here) may be waited on. */
+static const struct timespec no_time;
+ATTEMPT(raw_futex_shared_wait_on_shared_memory,
+        syscall(SYS_futex, (uint32_t *)map_anon, FUTEX_WAIT, *(uint32_t *)map_anon, &no_time, NULL, 0))
+ATTEMPT(raw_futex_shared_wait_bitset_on_shared_memory,
+        syscall(SYS_futex, (uint32_t *)map_anon, FUTEX_WAIT_BITSET, *(uint32_t *)map_anon, &no_time,
+                NULL, FUTEX_BITSET_MATCH_ANY))
+ATTEMPT(raw_futex_waitv, syscall(SYS_futex_waitv, NULL, 0, 0, NULL, 0))
+static long wait_timed_out(long ret) { return ret < 0 && errno == ETIMEDOUT ? 0 : -1; }
+ATTEMPT(raw_futex_private_wait, wait_timed_out(syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE,
+                                                       futex_word, &no_time, NULL, 0)))
+static long shared_wait_on_named_word(void)
+{
+    return wait_timed_out(syscall(SYS_futex, &report->wait_word, FUTEX_WAIT, report->wait_word,
+                                  &no_time, NULL, 0));
+}
 ATTEMPT(raise_sigusr1_ignored, (signal(SIGUSR1, SIG_IGN), raise(SIGUSR1)))
 ATTEMPT(raw_pidfd_open, syscall(SYS_pidfd_open, parent, 0))
 ATTEMPT(raw_pidfd_send_signal, syscall(SYS_pidfd_send_signal, 0, SIGUSR1, NULL, 0))
@@ -464,6 +482,8 @@ static const struct attempt attempts[] = {
     DENY(raw_tgkill_parent), DENY(raw_tkill_parent), DENY(rt_sigqueueinfo_parent),
     DENY(stop_self), DENY(raw_tgkill_tstp_self), DENY(raw_tkill_ttin_self),
     DENY(raw_futex_requeue), DENY(raw_futex_lock_pi),
+    DENY(raw_futex_shared_wait_on_shared_memory), DENY(raw_futex_shared_wait_bitset_on_shared_memory),
+    DENY(raw_futex_waitv),
     DENY(raw_pidfd_open), DENY(raw_pidfd_send_signal), DENY(ptrace_attach), DENY(raw_ptrace_seize),
     DENY(process_vm_writev), DENY(raw_process_madvise), DENY(sched_setscheduler_parent),
     DENY(setpriority_parent), DENY(raw_ioprio_set_parent), DENY(sched_setaffinity_parent),
@@ -499,6 +519,8 @@ static const struct attempt attempts[] = {
     {"open_dev_zero", try_open_dev_zero, 0},
     {"kill_self", try_kill_self, 0},
     {"futex_wake", try_raw_futex_wake, 0},
+    {"futex_private_wait", try_raw_futex_private_wait, 0},
+    {"futex_shared_wait_on_named_word", shared_wait_on_named_word, 0},
     {"raise_ignored_signal", try_raise_sigusr1_ignored, 0},
     {"prctl_set_name", try_prctl_set_name, 0},
     {"fadvise_willneed", try_fadvise_willneed, 0},
@@ -511,7 +533,7 @@ _Static_assert(sizeof attempts / sizeof attempts[0] <= MAX_ATTEMPTS, "raise MAX_
 static _Noreturn void run_child(void)
 {
     struct specx_region keep = {report, sizeof *report};
-    report->enter_status = specx_sandbox_enter(&keep, 1);
+    report->enter_status = specx_sandbox_enter(&keep, 1, &report->wait_word);
     if (report->enter_status == 0) {
         for (int i = 0; i < NATTEMPTS; i++) {
             errno = 0;
@@ -530,7 +552,7 @@ static _Noreturn void run_child(void)
 /* A call through the x32 or i386 ABI must end the process: the filter knows only x86-64. */
 static _Noreturn void run_foreign_abi_child(int i386)
 {
-    if (specx_sandbox_enter(NULL, 0) != 0)
+    if (specx_sandbox_enter(NULL, 0, NULL) != 0)
         _exit(2);
     if (i386) {
         long ret = 4; /* i386 write(1, LEAK, len) */
