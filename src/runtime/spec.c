@@ -19,6 +19,9 @@
 /* How long the program waits for a new speculative process to privatize its state before
  * going on with its own read; it was already issued, so the wait hides in the disk's time. */
 #define READY_TIMEOUT_NS (20ull * 1000000ull)
+/* A copy that has not entered its sandbox after this long is stuck (in a file system that does
+ * not answer, say) and is replaced at the next stall; see child_entering. */
+#define ENTRY_LIMIT_NS (1000ull * 1000000ull)
 #define IOPRIO_CLASS_IDLE 3
 #define IOPRIO_CLASS_SHIFT 13
 #define IOPRIO_WHO_PROCESS 1
@@ -48,45 +51,48 @@ static struct backoff {
     unsigned stalls; /* the current back-off ... */
     unsigned skip;   /* ... and how many stalls of it are left */
 } backoffs[BACKOFF_FILES];
+/* A file with no back-off of its own follows the process's, that of the last copy judged
+ * anywhere: a program that reads file after file, each once (GNU ld's objects, whose copies
+ * die of the header they could not read), would otherwise pay for a new copy at every file. */
+static struct backoff process_backoff;
 static pid_t backoffs_owner; /* a forked child starts without its parent's */
 static unsigned backoff_next;
 /* The file of the stall that created the speculative process. */
 static uint64_t child_dev, child_ino;
+static uint64_t child_born_ns;
 
-static void file_of(int fd, uint64_t *dev, uint64_t *ino)
-{
-    struct stat st;
-    bool ok = fstat(fd, &st) == 0;
-    *dev = ok ? (uint64_t)st.st_dev : 0;
-    *ino = ok ? (uint64_t)st.st_ino : 0;
-}
-
-/* The back-off of file (dev, ino); with create, a fresh one if it has none (replacing the
- * oldest entry), else NULL. */
+/* The back-off of file (dev, ino); if it has none, with create a fresh one (replacing the
+ * oldest entry), else the process's. */
 static struct backoff *backoff_of(uint64_t dev, uint64_t ino, bool create)
 {
     if (backoffs_owner != specx.pid) {
         memset(backoffs, 0, sizeof backoffs);
+        process_backoff = (struct backoff){ 0 };
         backoffs_owner = specx.pid;
     }
     for (unsigned i = 0; i < BACKOFF_FILES; i++)
         if (backoffs[i].dev == dev && backoffs[i].ino == ino)
             return &backoffs[i];
     if (!create)
-        return NULL;
+        return &process_backoff;
     struct backoff *b = &backoffs[backoff_next++ % BACKOFF_FILES];
     *b = (struct backoff){ .dev = dev, .ino = ino };
     return b;
 }
 
-static void judge_child(void)
+static void back_off(struct backoff *b, bool useful)
 {
-    bool useful = specx.ctl->issued != specx.issued_at_start;
-    struct backoff *b = backoff_of(child_dev, child_ino, true);
     b->stalls = useful ? 0 : (b->stalls ? 2 * b->stalls : 1);
     if (b->stalls > MAX_BACKOFF)
         b->stalls = MAX_BACKOFF;
     b->skip = b->stalls;
+}
+
+static void judge_child(void)
+{
+    bool useful = specx.ctl->issued != specx.issued_at_start;
+    back_off(backoff_of(child_dev, child_ino, true), useful);
+    back_off(&process_backoff, useful);
 }
 
 static bool reaped(pid_t pid, int flags)
@@ -154,6 +160,17 @@ static bool child_still_running(void)
     return false;
 }
 
+/* A copy the program stopped waiting for (READY_TIMEOUT_NS) may still be entering its
+ * sandbox, which takes a file-system round trip or more per open descriptor: 60 ms for GNU
+ * ld's 560 objects on FUSE, longer than the program goes between stalls. Killing and
+ * re-creating it at each stall would only start that over (and cost the program a clone and
+ * the wait each time): it is left to get going. */
+static bool child_entering(void)
+{
+    return __atomic_load_n(&specx.ctl->ready, __ATOMIC_ACQUIRE) != specx.ctl->generation &&
+           specx_now_ns() - child_born_ns < ENTRY_LIMIT_NS;
+}
+
 /* In the new process: sever it from the program's life (§4.1.1), then seal it in the sandbox
  * before it runs any program code. Its priority is lowered by the program once it is sealed
  * (demote_child): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
@@ -205,6 +222,7 @@ static bool clone_speculative(void)
     if (pid < 0)
         return false;
     specx.child = (pid_t)pid;
+    child_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
     return false;
 }
@@ -226,6 +244,20 @@ static bool child_started(void)
     return false;
 }
 
+/* Starts the program's own read, so that what follows hides in the disk's time. A read from
+ * the start of a file reaches on to the end of its first chunk, as the copy's prefetch of it
+ * would (prefetch.h): the copy issues that only once it is sandboxed (child_entering), and a
+ * copy that cannot follow the file (GNU ld's, left without the object's header) never does;
+ * meanwhile the program would stall on the rest of the file read by read. Fills *st. */
+static void start_own_read(const struct specx_stall *stall, struct stat *st)
+{
+    if (fstat(stall->fd, st) < 0)
+        *st = (struct stat){ 0 };
+    uint64_t end = specx_prefetch_end(stall->off == 0, stall->off + stall->len,
+                                      (uint64_t)st->st_size);
+    specx_start_read(stall->fd, stall->off, end > stall->off ? end - stall->off : stall->len);
+}
+
 bool specx_spec_on_stall(const struct specx_stall *stall)
 {
     if (!specx.spec_allowed || getpid() != specx.pid)
@@ -235,23 +267,23 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         specx_disable_speculation(0);
         return false;
     }
+    struct stat st;
+    start_own_read(stall, &st);
     reap_dying(false);
     bool sync = child_still_running();
+    if (sync && child_entering())
+        return false;
     if (sync)
         judge_child();
-    uint64_t dev, ino;
-    file_of(stall->fd, &dev, &ino);
-    struct backoff *b = backoff_of(dev, ino, false);
-    if (b && b->skip > 0) {
+    struct backoff *b = backoff_of((uint64_t)st.st_dev, (uint64_t)st.st_ino, false);
+    if (b->skip > 0) {
         b->skip--;
         if (sync)
             kill_child(); /* diverged without prefetching anything: not worth a new copy */
         return false;
     }
-    child_dev = dev;
-    child_ino = ino;
-    /* Start the program's own read first, so that what follows hides in the disk's time. */
-    specx_start_read(stall->fd, stall->off, stall->len);
+    child_dev = (uint64_t)st.st_dev;
+    child_ino = (uint64_t)st.st_ino;
     uint64_t t0 = specx_now_ns();
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
