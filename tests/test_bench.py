@@ -13,7 +13,7 @@ import pytest
 from conftest import BUILD, REPO, run_specx
 
 sys.path.insert(0, str(REPO / "bench"))
-from specx_bench import datasets, modes, readcalls, report, runner, slowfs, validate  # noqa: E402
+from specx_bench import bars, datasets, modes, readcalls, report, runner, slowfs, validate  # noqa: E402
 from specx_bench.workloads import WORKLOADS  # noqa: E402
 from specx_bench.workloads.base import Workload  # noqa: E402
 
@@ -22,10 +22,14 @@ PROGRAMS = BUILD / "bench" / "programs"
 
 # --- modes -------------------------------------------------------------------------------------
 
-def test_mode_registry_has_the_paper_comparison():
-    assert list(modes.MODES) == ["cold", "warm", "nospec", "specx"]
+def test_mode_registry_has_the_paper_comparison(monkeypatch):
+    monkeypatch.setenv("SPECX_EXE", "/x/specx")
+    assert list(modes.MODES) == ["cold", "warm", "nospec", "specx", "specx-warm"]
     assert modes.MODES["cold"].prepare == modes.DROP_CACHES
     assert modes.MODES["warm"].prepare == modes.TOUCH_DATA
+    assert modes.MODES["specx-warm"].prepare == modes.TOUCH_DATA
+    assert modes.MODES["specx-warm"].command(["prog"], "r.json") == [
+        "/x/specx", "run", "--json", "r.json", "--", "prog"]
 
 
 def test_mode_list_parsing():
@@ -334,3 +338,39 @@ def test_device_validation_runs_all_checks(specx, data_dir):
     assert integrity["passed"], integrity
     assert (out / "results-slowfs.png").stat().st_size > 0
     assert not mounts_under(data_dir)
+
+
+def _run(mode, elapsed, **total):
+    report = {"total": total} if total else None
+    return {"mode": mode, "ok": True, "elapsed_s": elapsed, "report": report,
+            "stalls": total.get("stalls"), "stall_s": 1.0 if total else None, "device": None}
+
+
+def _workload(name, runs):
+    modes_seen = list(dict.fromkeys(r["mode"] for r in runs))
+    return {"name": name, "runs": runs, "summary": runner.summarize(runs, modes_seen)}
+
+
+def test_bars_are_checked_against_each_workloads_own_baseline():
+    spec = dict(spec_prefetches=100, unused_prefetches=5, stalls=3)
+    grep = _workload("grep", [_run("cold", 10.0), _run("specx", 3.0, **spec),
+                              _run("warm", 1.0), _run("specx-warm", 1.05, stalls=0)])
+    chase = _workload("chase", [_run("cold", 10.0), _run("specx", 10.4, spec_prefetches=10,
+                                                         unused_prefetches=9, stalls=9)])
+    rows = {(w, what): (value, passed) for w, what, value, _, passed in
+            bars.check([grep, chase])}
+    assert rows[("grep", "specx / cold")] == (0.3, True)
+    assert rows[("grep", "specx-warm / warm")][1] is False          # 1.05 > 1.03
+    assert rows[("grep", "unused speculative prefetches")] == (0.05, True)
+    assert rows[("chase", "specx / cold (cannot help)")] == (1.04, True)
+    assert rows[("chase", "unused speculative prefetches")] == (0.9, False)
+
+
+def test_speculation_table_reports_medians_of_specx_runs():
+    runs = [_run("specx", t, spec_prefetches=p, unused_prefetches=0, complete_share=0.5,
+                 sync_attempts=2, sync_completed=2, sync_ns=10**9, spec_created=3, minflt=7,
+                 stalls=4) for t, p in ((3.0, 10), (4.0, 30), (5.0, 20))]
+    table = report.speculation_table([_workload("grep", [_run("cold", 9.0)] + runs)])
+    row = [line for line in table.splitlines() if line.startswith("| grep | specx")][0]
+    assert "| 20 |" in row and "| 50% |" in row and "2 / 2 / 1.00 s" in row
+    assert report.speculation_table([_workload("grep", [_run("cold", 9.0)])]) is None

@@ -58,13 +58,13 @@ def build_parser():
 
 def print_list():
     print("Workloads:")
-    print(f"  {VALIDATION:<9} {validate.DeviceData.description}")
+    print(f"  {VALIDATION:<10} {validate.DeviceData.description}")
     for w in WORKLOADS.values():
-        print(f"  {w.name:<9} {w.description}" + (f" (paper: {w.paper})" if w.paper else ""))
+        print(f"  {w.name:<10} {w.description}" + (f" (paper: {w.paper})" if w.paper else ""))
     print("Modes:")
     for m in modes.MODES.values():
         missing = " [not available: needs " + m.needs + "]" if m.missing() else ""
-        print(f"  {m.name:<9} {m.description}{missing}")
+        print(f"  {m.name:<10} {m.description}{missing}")
 
 
 def fail(message):

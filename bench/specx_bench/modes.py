@@ -48,6 +48,8 @@ MODES = {m.name: m for m in [
          "(the baseline for `specx`)", DROP_CACHES, _specx_run("--no-spec"), "specx-run"),
     Mode("specx", "cold, under `specx run`: speculative pre-execution turns future reads "
          "into prefetches (§4)", DROP_CACHES, _specx_run(), "specx-run"),
+    Mode("specx-warm", "all data resident, under `specx run`: what specx costs when nothing "
+         "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "specx-run"),
 ]}
 
 # Modes run when --modes is not given: the comparison the paper makes (Fig. 2), less what is

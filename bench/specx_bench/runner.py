@@ -153,8 +153,9 @@ def summarize(runs, mode_names):
             "stall_s": statistics.median(stalls) if stalls else None,
             "device_requests": int(statistics.median(requests)) if requests else None,
         })
-    cold = next((r["median_s"] for r in rows if r["mode"] == "cold"), None)
-    for row in rows:
-        row["vs_cold"] = (row["median_s"] / cold if cold and row["median_s"] is not None
-                          else None)
+    for base in ("cold", "warm"):
+        median = next((r["median_s"] for r in rows if r["mode"] == base), None)
+        for row in rows:
+            row["vs_" + base] = (row["median_s"] / median
+                                 if median and row["median_s"] is not None else None)
     return rows

@@ -1,8 +1,9 @@
 """The benchmark programs, one module each, in the order of the paper's Table 1."""
+from .chase import Chase
 from .grep import Grep
 from .ld import Ld
 from .postgres import Postgres
 from .sqlite import Sqlite
 from .xds import Xds
 
-WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite())}
+WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase())}
