@@ -2,7 +2,8 @@
  * a 3-D volume of 32-bit values that is far larger than what one slice needs, loading the data
  * dynamically with pread.
  *
- * The volume file (written by `specx bench`'s generator) is a 4 KiB header followed by the
+ * The volume file (written by `specx bench`'s generator) is a header (magic, edge, brick edge,
+ * offset of the first brick; an offset of 0 means 4 KiB) followed by the
  * volume stored as cubic bricks of BRICK^3 values, bricks in (z, y, x) order, values in (z, y, x)
  * order inside a brick: like the TIP version of XDataSlice, any slice orientation then costs the
  * same number of reads, one per brick the plane cuts. Which slices are viewed follows from the
@@ -18,13 +19,15 @@
 
 #include "util.h"
 
-#define HEADER_SIZE 4096
+/* Where the bricks start when the header does not say (the first version of the format). */
+#define DEFAULT_DATA_OFFSET 4096
 #define MAGIC "SPECXVOL"
 
 struct volume {
     int fd;
-    uint32_t n;     /* values per edge */
-    uint32_t brick; /* values per brick edge */
+    uint32_t n;           /* values per edge */
+    uint32_t brick;       /* values per brick edge */
+    uint64_t data_offset; /* file offset of the first brick */
 };
 
 struct slice {
@@ -73,12 +76,15 @@ static struct volume open_volume(const char *path)
     struct volume v = { .fd = open(path, O_RDONLY) };
     if (v.fd < 0)
         specx_die(1, "cannot open %s: %s", path, strerror(errno));
-    unsigned char header[16];
+    unsigned char header[20];
     read_exact(v.fd, header, sizeof header, 0);
     if (memcmp(header, MAGIC, 8) != 0)
         specx_die(1, "%s is not a specx volume (bad magic)", path);
+    uint32_t data_offset;
     memcpy(&v.n, header + 8, 4);    /* little-endian, as written by the generator */
     memcpy(&v.brick, header + 12, 4);
+    memcpy(&data_offset, header + 16, 4);
+    v.data_offset = data_offset ? data_offset : DEFAULT_DATA_OFFSET;
     if (v.n == 0 || v.brick == 0 || v.n % v.brick != 0 || v.brick > 256)
         specx_die(1, "%s has an invalid geometry (%" PRIu32 "^3, bricks of %" PRIu32 ")",
                   path, v.n, v.brick);
@@ -90,7 +96,7 @@ static off_t brick_offset(const struct volume *v, uint32_t bx, uint32_t by, uint
 {
     uint64_t per_edge = v->n / v->brick;
     uint64_t index = ((uint64_t)bz * per_edge + by) * per_edge + bx;
-    return HEADER_SIZE + (off_t)(index * v->brick * v->brick * v->brick * sizeof(uint32_t));
+    return (off_t)(v->data_offset + index * v->brick * v->brick * v->brick * sizeof(uint32_t));
 }
 
 /* Copies the plane of one brick that the slice cuts into the slice image. (u, v) are the two
