@@ -76,9 +76,9 @@ static struct volume open_volume(const char *path)
     struct volume v = { .fd = open(path, O_RDONLY) };
     if (v.fd < 0)
         specx_die(1, "cannot open %s: %s", path, strerror(errno));
-    unsigned char header[20];
-    read_exact(v.fd, header, sizeof header, 0);
-    if (memcmp(header, MAGIC, 8) != 0)
+    unsigned char header[20] = {0};
+    ssize_t got = pread(v.fd, header, sizeof header, 0);
+    if (got < (ssize_t)sizeof header || memcmp(header, MAGIC, 8) != 0)
         specx_die(1, "%s is not a specx volume (bad magic)", path);
     uint32_t data_offset;
     memcpy(&v.n, header + 8, 4);    /* little-endian, as written by the generator */
