@@ -35,6 +35,15 @@ void specx_die(int status, const char *fmt, ...)
     exit(status);
 }
 
+int specx_format_error(char *err, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 bool specx_parse_double(const char *s, double min, double max, double *out)
 {
     char *end;

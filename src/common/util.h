@@ -3,6 +3,7 @@
 #define SPECX_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The name errors are reported under, e.g. "specx slowfs". */
@@ -13,6 +14,11 @@ const char *specx_progname(void);
 void specx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "PROGNAME: message" to stderr and exits with status. */
 _Noreturn void specx_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Formats a one-line error message into err (for callers that report it themselves) and
+ * returns -1, so that `return specx_format_error(err, size, ...)` ends a failing check. */
+int specx_format_error(char *err, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Strict parsers: the whole string must be a number in [min, max]. Return false otherwise. */
 bool specx_parse_double(const char *s, double min, double max, double *out);

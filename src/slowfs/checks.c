@@ -4,27 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "util.h"
 #include <unistd.h>
 
-static int fail(char *err, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 int check_root(char *err, size_t errsize)
 {
     if (geteuid() != 0)
-        return fail(err, errsize, "must be run as root (FUSE allow_other mounts and cache control)");
+        return specx_format_error(err, errsize, "must be run as root (FUSE allow_other mounts and cache control)");
     return 0;
 }
 
@@ -33,12 +26,12 @@ static int check_directory(const char *what, const char *path, char *real, size_
 {
     struct stat st;
     if (stat(path, &st) < 0)
-        return fail(err, errsize, "%s '%s': %s", what, path, strerror(errno));
+        return specx_format_error(err, errsize, "%s '%s': %s", what, path, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fail(err, errsize, "%s '%s' is not a directory", what, path);
+        return specx_format_error(err, errsize, "%s '%s' is not a directory", what, path);
     char buf[PATH_MAX];
     if (!realpath(path, buf) || strlen(buf) >= size)
-        return fail(err, errsize, "%s '%s': cannot resolve path", what, path);
+        return specx_format_error(err, errsize, "%s '%s': cannot resolve path", what, path);
     strcpy(real, buf);
     return 0;
 }
@@ -80,11 +73,11 @@ int check_mount_paths(const char *backing, const char *mountpoint, char *backing
         check_directory("mount point", mountpoint, mountpoint_real, pathsize, err, errsize))
         return -1;
     if (is_mount_point(mountpoint_real))
-        return fail(err, errsize, "mount point '%s' is already a mount point", mountpoint);
+        return specx_format_error(err, errsize, "mount point '%s' is already a mount point", mountpoint);
     if (!is_empty_directory(mountpoint_real))
-        return fail(err, errsize, "mount point '%s' is not empty", mountpoint);
+        return specx_format_error(err, errsize, "mount point '%s' is not empty", mountpoint);
     if (is_within(mountpoint_real, backing_real))
-        return fail(err, errsize, "mount point '%s' is inside the backing directory '%s'",
+        return specx_format_error(err, errsize, "mount point '%s' is inside the backing directory '%s'",
                     mountpoint, backing);
     return 0;
 }

@@ -3,7 +3,6 @@
 #include "options.h"
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,14 +77,6 @@ struct overrides {
     struct slowfs_config v;
 };
 
-static int fail(char *err, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int parse_device_option(int opt, const char *arg, struct overrides *o, char *err,
                                size_t errsize)
@@ -94,7 +85,7 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
     switch (opt) {
     case OPT_DISKS:
         if (!specx_parse_u64(arg, 1, MODEL_MAX_DISKS, &u))
-            return fail(err, errsize, "invalid --disks '%s' (an integer from 1 to %d)", arg,
+            return specx_format_error(err, errsize, "invalid --disks '%s' (an integer from 1 to %d)", arg,
                         MODEL_MAX_DISKS);
         o->v.disks = (unsigned)u;
         o->disks = true;
@@ -105,40 +96,40 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
         else if (strcmp(arg, "any") == 0)
             o->v.placement = MODEL_ANY;
         else
-            return fail(err, errsize, "invalid --placement '%s' (striped or any)", arg);
+            return specx_format_error(err, errsize, "invalid --placement '%s' (striped or any)", arg);
         o->placement = true;
         return 0;
     case OPT_STRIPE:
         if (!specx_parse_u64(arg, 1, 1048576, &o->v.stripe_kb))
-            return fail(err, errsize,
+            return specx_format_error(err, errsize,
                         "invalid --stripe-kb '%s' (an integer from 1 to 1048576)", arg);
         o->stripe = true;
         return 0;
     case OPT_LATENCY:
         if (!specx_parse_double(arg, 0, 10000, &o->v.latency_ms))
-            return fail(err, errsize, "invalid --latency-ms '%s' (0 to 10000)", arg);
+            return specx_format_error(err, errsize, "invalid --latency-ms '%s' (0 to 10000)", arg);
         o->latency = true;
         return 0;
     case OPT_JITTER:
         if (!specx_parse_double(arg, 0, 100, &o->v.jitter_pct))
-            return fail(err, errsize, "invalid --jitter-pct '%s' (0 to 100)", arg);
+            return specx_format_error(err, errsize, "invalid --jitter-pct '%s' (0 to 100)", arg);
         o->jitter = true;
         return 0;
     case OPT_BANDWIDTH:
         if (!specx_parse_double(arg, 0, 1e6, &o->v.bandwidth_mbps) || o->v.bandwidth_mbps <= 0)
-            return fail(err, errsize,
+            return specx_format_error(err, errsize,
                         "invalid --bandwidth-mbps '%s' (more than 0, up to 1000000)", arg);
         o->bandwidth = true;
         return 0;
     case OPT_BUS:
         if (!specx_parse_double(arg, 0, 1e6, &o->v.bus_mbps))
-            return fail(err, errsize,
+            return specx_format_error(err, errsize,
                         "invalid --bus-mbps '%s' (0 for no limit, up to 1000000)", arg);
         o->bus = true;
         return 0;
     case OPT_METADATA:
         if (!specx_parse_double(arg, 0, 10000, &o->v.metadata_latency_ms))
-            return fail(err, errsize, "invalid --metadata-latency-ms '%s' (0 to 10000)", arg);
+            return specx_format_error(err, errsize, "invalid --metadata-latency-ms '%s' (0 to 10000)", arg);
         o->metadata = true;
         return 0;
     case OPT_NO_PRIORITY:
@@ -146,11 +137,11 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
         return 0;
     case OPT_SEED:
         if (!specx_parse_u64(arg, 0, UINT64_MAX, &o->v.seed))
-            return fail(err, errsize, "invalid --seed '%s' (a non-negative integer)", arg);
+            return specx_format_error(err, errsize, "invalid --seed '%s' (a non-negative integer)", arg);
         o->seed = true;
         return 0;
     }
-    return fail(err, errsize, "internal error: option %d", opt);
+    return specx_format_error(err, errsize, "internal error: option %d", opt);
 }
 
 static void apply_overrides(struct slowfs_config *c, const struct overrides *o)
@@ -172,7 +163,7 @@ static int set_action(struct slowfs_options *out, enum slowfs_action action, con
                       char *err, size_t errsize)
 {
     if (out->action != ACTION_MOUNT && out->action != action)
-        return fail(err, errsize, "--stats and --unmount cannot be combined");
+        return specx_format_error(err, errsize, "--stats and --unmount cannot be combined");
     out->action = action;
     out->mountpoint = mnt;
     return 0;
@@ -183,14 +174,14 @@ static int check_operands(struct slowfs_options *out, int nargs, char **args, ch
 {
     if (out->action == ACTION_MOUNT) {
         if (nargs != 2)
-            return fail(err, errsize, "expected BACKING_DIR and MOUNTPOINT; see '%s --help'",
+            return specx_format_error(err, errsize, "expected BACKING_DIR and MOUNTPOINT; see '%s --help'",
                         specx_progname());
         out->backing = args[0];
         out->mountpoint = args[1];
         return 0;
     }
     if (nargs != 0)
-        return fail(err, errsize, "unexpected argument '%s'", args[0]);
+        return specx_format_error(err, errsize, "unexpected argument '%s'", args[0]);
     return 0;
 }
 
@@ -218,12 +209,12 @@ int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, 
                 return -1;
             break;
         case ':':
-            return fail(err, errsize, "option '%s' needs a value", argv[optind - 1]);
+            return specx_format_error(err, errsize, "option '%s' needs a value", argv[optind - 1]);
         case '?':
             if (optopt > 0 && optopt < 256)
-                return fail(err, errsize, "invalid option '-%c'; see '%s --help'", optopt,
+                return specx_format_error(err, errsize, "invalid option '-%c'; see '%s --help'", optopt,
                             specx_progname());
-            return fail(err, errsize, "invalid option '%s'; see '%s --help'",
+            return specx_format_error(err, errsize, "invalid option '%s'; see '%s --help'",
                         argv[optind - 1], specx_progname());
         default:
             if (parse_device_option(opt, optarg, &o, err, errsize))
@@ -238,7 +229,7 @@ int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, 
     if (!p) {
         char names[256];
         preset_list(names, sizeof names);
-        return fail(err, errsize, "unknown preset '%s' (valid: %s)", out->preset, names);
+        return specx_format_error(err, errsize, "unknown preset '%s' (valid: %s)", out->preset, names);
     }
     out->device = p->config;
     apply_overrides(&out->device, &o);

@@ -6,15 +6,7 @@
 
 #include "model.h"
 
-static int failures;
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 #define CHECK_NEAR(a, b) CHECK(fabs((a) - (b)) < 1e-9)
 
@@ -276,7 +268,5 @@ int main(void)
     test_bus_preempts_idle();
     test_metadata_costs_latency_only();
     test_jitter_bounds_and_seed();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    return check_status();
 }

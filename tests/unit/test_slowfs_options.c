@@ -7,15 +7,7 @@
 #include "presets.h"
 #include "util.h"
 
-static int failures;
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 static char err[512];
 
@@ -148,7 +140,5 @@ int main(void)
     test_unknown_preset_lists_valid_ones();
     test_nonsense_numbers();
     test_operands_and_actions();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    return check_status();
 }

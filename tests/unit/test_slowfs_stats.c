@@ -8,15 +8,7 @@
 #include "presets.h"
 #include "stats.h"
 
-static int failures;
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                       \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 static void test_count_read_splits_response(void)
 {
@@ -65,7 +57,7 @@ static void test_json_fields(void)
     for (size_t i = 0; j && i < sizeof expect / sizeof expect[0]; i++)
         if (!strstr(j, expect[i])) {
             fprintf(stderr, "missing %s in %s\n", expect[i], j);
-            failures++;
+            check_failures++;
         }
     free(j);
 }
@@ -85,7 +77,5 @@ int main(void)
     test_count_read_splits_response();
     test_json_fields();
     test_table_mentions_every_disk();
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    return check_status();
 }
