@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import drop_caches, run_specx, slowfs_mount
+from conftest import BUILD, drop_caches, run_specx, slowfs_mount
 
 PY = sys.executable  # the interpreter itself, not a launcher script that forks and execs
 
@@ -121,6 +121,15 @@ def test_environment_passes_through_and_ld_preload_is_kept(specx):
 
 
 # ---- reports ----
+
+def test_exec_family_behaves_the_same(specx):
+    program = str(BUILD / "tests" / "safety" / "exec-family")
+    plain = subprocess.run([program], capture_output=True, text=True, timeout=60)
+    under = run_specx("run", "--", program, timeout=60)
+    assert plain.returncode == 0 and "execl from vfork" in plain.stdout
+    assert (under.returncode, under.stdout, under.stderr) == \
+        (plain.returncode, plain.stdout, plain.stderr)
+
 
 def test_report_and_json_shape(specx, tmp_path):
     proc, report = run_json(tmp_path, "sh", "-c", "cat /etc/hostname >/dev/null; exit 3",

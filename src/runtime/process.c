@@ -85,63 +85,61 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     return after_failed_exec(REAL(fexecve)(fd, argv, envp));
 }
 
-/* The execl family: collect the variable arguments into an argv, then as execv*. */
-static char **collect_args(const char *arg0, va_list ap, char ***envp_out)
+/* The execl family: the variable arguments become an argv on the stack, then as execv*.
+ * No malloc: execl and execle are async-signal-safe (POSIX), and a vfork child calls them
+ * with the parent's heap. */
+
+/* How many arguments follow ARG0 up to the terminating NULL, ARG0 included. */
+static size_t count_args(const char *arg0, va_list *ap)
 {
     va_list count;
-    va_copy(count, ap);
+    va_copy(count, *ap);
     size_t n = arg0 ? 1 : 0;
     while (arg0 && va_arg(count, char *))
         n++;
     va_end(count);
-    char **argv = malloc((n + 1) * sizeof *argv);
-    if (!argv)
-        return NULL;
+    return n;
+}
+
+/* Fills ARGV (room for N + 1) from ARG0 and AP, consuming AP up to and including the NULL. */
+static void fill_args(char **argv, size_t n, const char *arg0, va_list *ap)
+{
     argv[0] = (char *)arg0;
     for (size_t i = 1; i <= n; i++)
-        argv[i] = va_arg(ap, char *); /* the last one read is the terminating NULL */
+        argv[i] = va_arg(*ap, char *); /* the last one read is the terminating NULL */
     argv[n] = NULL;
-    if (envp_out)
-        *envp_out = va_arg(ap, char **);
-    return argv;
 }
 
 EXPORT int execl(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    char **argv = collect_args(arg, ap, NULL);
+    size_t n = count_args(arg, &ap);
+    char *argv[n + 1];
+    fill_args(argv, n, arg, &ap);
     va_end(ap);
-    if (!argv)
-        return -1;
-    int ret = execv(path, argv);
-    free(argv);
-    return ret;
+    return execv(path, argv);
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    char **argv = collect_args(arg, ap, NULL);
+    size_t n = count_args(arg, &ap);
+    char *argv[n + 1];
+    fill_args(argv, n, arg, &ap);
     va_end(ap);
-    if (!argv)
-        return -1;
-    int ret = execvp(file, argv);
-    free(argv);
-    return ret;
+    return execvp(file, argv);
 }
 
 EXPORT int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    char **envp;
-    char **argv = collect_args(arg, ap, &envp);
+    size_t n = count_args(arg, &ap);
+    char *argv[n + 1];
+    fill_args(argv, n, arg, &ap);
+    char **envp = va_arg(ap, char **);
     va_end(ap);
-    if (!argv)
-        return -1;
-    int ret = execve(path, argv, envp);
-    free(argv);
-    return ret;
+    return execve(path, argv, envp);
 }
