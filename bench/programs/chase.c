@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checksum.h"
 #include "util.h"
 
 #define HEADER_SIZE 4096
@@ -50,14 +51,6 @@ static uint64_t load_le64(const unsigned char *p)
     for (int i = 7; i >= 0; i--)
         v = v << 8 | p[i];
     return v;
-}
-
-/* FNV-1a over the block: a cheap checksum that depends on every byte read. */
-static uint64_t mix(uint64_t sum, const unsigned char *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        sum = (sum ^ p[i]) * 0x100000001b3ULL;
-    return sum;
 }
 
 int main(int argc, char **argv)
@@ -95,10 +88,10 @@ int main(int argc, char **argv)
     unsigned char *block = malloc(block_size);
     if (!block)
         specx_die(1, "out of memory");
-    uint64_t next = 0, sum = 0xcbf29ce484222325ULL;
+    uint64_t next = 0, sum = CHECKSUM_INIT;
     for (uint64_t h = 0; h < hops; h++) {
         read_exact(fd, block, block_size, (off_t)(HEADER_SIZE + next * block_size), path);
-        sum = mix(sum, block, block_size);
+        sum = checksum_add(sum, block, block_size);
         next = load_le64(block);
         if (next >= blocks)
             specx_die(1, "%s: block %" PRIu64 " names block %" PRIu64 " of %" PRIu64, path, h,

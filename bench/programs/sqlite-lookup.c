@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "util.h"
 
 static void usage(FILE *out)
@@ -53,14 +54,6 @@ static int64_t max_id(sqlite3 *db)
     return n;
 }
 
-/* FNV-1a over the payload: proves the data was really read. */
-static uint64_t checksum(uint64_t h, const unsigned char *p, int len)
-{
-    for (int i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 int main(int argc, char **argv)
 {
     specx_set_progname("sqlite-lookup");
@@ -89,13 +82,14 @@ int main(int argc, char **argv)
         specx_die(1, "cannot open %s: %s", argv[i], sqlite3_errmsg(db));
     int64_t rows = max_id(db);
     sqlite3_stmt *lookup = prepare(db, "SELECT payload FROM items WHERE id = ?");
-    uint64_t state = seed, found = 0, sum = 0xcbf29ce484222325ULL;
+    uint64_t state = seed, found = 0, sum = CHECKSUM_INIT;
     for (uint64_t k = 0; k < count; k++) {
         sqlite3_bind_int64(lookup, 1, (int64_t)(next_random(&state) % (uint64_t)rows) + 1);
         int rc = sqlite3_step(lookup);
         if (rc == SQLITE_ROW) {
             found++;
-            sum = checksum(sum, sqlite3_column_blob(lookup, 0), sqlite3_column_bytes(lookup, 0));
+            sum = checksum_add(sum, sqlite3_column_blob(lookup, 0),
+                                   (size_t)sqlite3_column_bytes(lookup, 0));
         } else if (rc != SQLITE_DONE) {
             specx_die(1, "lookup failed: %s", sqlite3_errmsg(db));
         }
