@@ -7,11 +7,12 @@ import pathlib
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 
 import pytest
 
-from conftest import BUILD, drop_caches, run_specx, slowfs_mount
+from conftest import BUILD, SPECX as SPECX_CMD, drop_caches, run_specx, slowfs_mount
 
 PY = sys.executable  # the interpreter itself, not a launcher script that forks and execs
 
@@ -129,6 +130,40 @@ def test_exec_family_behaves_the_same(specx):
     assert plain.returncode == 0 and "execl from vfork" in plain.stdout
     assert (under.returncode, under.stdout, under.stderr) == \
         (plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_thread_made_inside_libc_stops_speculating(specx, tmp_path):
+    # On a disk file system (tmpfs pages cannot be evicted), written back so that the
+    # program's POSIX_FADV_DONTNEED really evicts it.
+    with tempfile.NamedTemporaryFile(dir="/var/tmp", prefix="specx-test-") as data:
+        data.write(os.urandom(4 << 20))
+        data.flush()
+        os.fsync(data.fileno())
+        report = tmp_path / "r.json"
+        proc = run_specx("run", "--json", report, "--",
+                         BUILD / "tests" / "safety" / "thrd-reader", data.name, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == f"{4 << 20}\n"
+    total = json.loads(report.read_text())["total"]
+    assert total["stalls"] > 0              # the eviction worked: there was something to do
+    assert "threaded" in total["flags"] and total["spec_created"] == 0
+
+
+def test_orphaned_grandchild_sees_the_same_parent(specx, tmp_path):
+    # specx run must not become the reaper of the program's orphans (getppid would differ).
+    out = tmp_path / "ppid"
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    if os.fork() == 0:\n"
+            "        time.sleep(0.3)\n"
+            f"        open({str(out)!r}, 'w').write(str(os.getppid()))\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+            "time.sleep(0.6)\n")
+    seen = []
+    for cmd in ([PY, "-c", code], [str(SPECX_CMD), "run", "--", PY, "-c", code]):
+        subprocess.run(cmd, check=True, timeout=30)
+        seen.append(out.read_text())
+    assert seen[0] == seen[1]
 
 
 def test_report_and_json_shape(specx, tmp_path):

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -173,65 +172,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- orphans ----
- * specx run is a child subreaper: the speculative processes of programs that ended without
- * reaping them (killed by a signal, _exit) are reparented here instead of to init, which
- * on some systems never reaps them. They die by PR_SET_PDEATHSIG right after their program;
- * one blocked in a FUSE request dies when the request completes. */
-
-#define ORPHAN_GRACE_NS (2ull * 1000000000ull)
-
-/* Does this process have SIGKILL pending (it is dying)? */
-static bool dying(const char *pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%s/status", pid);
-    FILE *f = fopen(path, "re");
-    bool killed = false;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long long mask;
-        if ((sscanf(line, "SigPnd: %llx", &mask) == 1 || sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
-            (mask & (1ull << (SIGKILL - 1))))
-            killed = true;
-    }
-    if (f)
-        fclose(f);
-    return killed;
-}
-
-/* Is any child of ours on its way out? */
-static bool child_dying(void)
-{
-    char path[64], list[4096];
-    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    size_t n = fread(list, 1, sizeof list - 1, f);
-    fclose(f);
-    list[n] = '\0';
-    for (char *save = NULL, *pid = strtok_r(list, " \n", &save); pid;
-         pid = strtok_r(NULL, " \n", &save))
-        if (dying(pid))
-            return true;
-    return false;
-}
-
-/* Reaps orphans that are dead or dying; leaves live ones (daemons the command started) be. */
-static void reap_orphans(void)
-{
-    uint64_t deadline = now_ns() + ORPHAN_GRACE_NS;
-    for (;;) {
-        pid_t pid;
-        while ((pid = waitpid(-1, NULL, WNOHANG | __WALL)) > 0)
-            ;
-        if (pid < 0 || !child_dying() || now_ns() > deadline)
-            return;
-        struct timespec pause = { 0, 1000000 };
-        nanosleep(&pause, NULL);
-    }
-}
-
 /* Runs the command; fills exit status or signal. Returns -1 if it could not be started
  * (after saying why), with the status a shell would give in *failure. */
 static int run_command(char **argv, const struct options *o, const char *lib,
@@ -261,7 +201,6 @@ static int run_command(char **argv, const struct options *o, const char *lib,
         ;
     r->elapsed_ns = now_ns() - t0;
     command_pid = 0;
-    reap_orphans();
     if (n == (ssize_t)sizeof err) {
         *failure = exec_failure(argv[0], err);
         return -1;
@@ -322,7 +261,6 @@ int main(int argc, char **argv)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
 
     forward_signals();
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
     struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon };
     int failure;
     if (run_command(cmd, &o, lib, stats, &r, &failure) < 0) {

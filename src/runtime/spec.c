@@ -97,6 +97,8 @@ static void judge_child(void)
 
 static bool reaped(pid_t pid, int flags)
 {
+    if (pid <= 0) /* never waitpid(0) or waitpid(-1): those are the program's children */
+        return true;
     pid_t got;
     while ((got = waitpid(pid, NULL, flags | __WALL)) < 0 && errno == EINTR)
         ;
@@ -123,7 +125,7 @@ static void kill_child(void)
     specx.child = 0;
     /* Only a child still ours is killed: a program that waits with __WALL may have reaped it,
      * and its pid may belong to someone else now. */
-    if (reaped(pid, WNOHANG))
+    if (pid <= 0 || reaped(pid, WNOHANG)) /* never kill(0) or kill(-1): the program's group */
         return;
     kill(pid, SIGKILL);
     if (reaped(pid, WNOHANG))
@@ -258,10 +260,23 @@ static void start_own_read(const struct specx_stall *stall, struct stat *st)
     specx_start_read(stall->fd, stall->off, end > stall->off ? end - stall->off : stall->len);
 }
 
+/* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
+ * that ran before ours never pass through our pthread_create. /proc/self/task links one
+ * directory per thread besides "." and ".."; stat opens no descriptor. */
+static bool single_threaded(void)
+{
+    struct stat task;
+    return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
+}
+
 bool specx_spec_on_stall(const struct specx_stall *stall)
 {
     if (!specx.spec_allowed || getpid() != specx.pid)
         return false;
+    if (!single_threaded()) {
+        specx_disable_speculation(SPECX_SLOT_THREADED);
+        return false;
+    }
     /* The sandbox's filter is compiled here, in the program: never in a fresh clone. */
     if (!specx.ctl && (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create()))) {
         specx_disable_speculation(0);
