@@ -51,7 +51,7 @@ def test_specx_modes_wrap_the_command_with_specx_run(monkeypatch):
 
 def test_a_mode_whose_component_is_missing_says_so(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECX_LIBEXEC_PATH", str(tmp_path))
-    assert "needs specx-run" in modes.MODES["specx"].missing()
+    assert "needs libspecx.so" in modes.MODES["specx"].missing()
     assert modes.MODES["cold"].missing() is None
     assert [m.name for m in modes.default_modes()] == ["cold", "warm"]
 
@@ -287,7 +287,7 @@ FAST = "--slowfs-args=--latency-ms 1 --bandwidth-mbps 400 --bus-mbps 0"
 
 @pytest.mark.root
 def test_tiny_grep_bench_end_to_end(specx, data_dir):
-    wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "cli" / "specx-run").exists()
+    wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "runtime" / "libspecx.so").exists()
                                  else [])
     out = data_dir / "out"
     proc = run_specx("bench", "grep", "--scale", "test", "--runs", "1", "--modes",

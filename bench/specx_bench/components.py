@@ -10,7 +10,7 @@ def search_dirs():
 
 
 def find(name):
-    """Absolute path of component NAME (e.g. "specx-run", "xds"), or None."""
+    """Absolute path of component NAME (e.g. "specx-slowfs", "xds"), or None."""
     for d in search_dirs():
         path = os.path.join(d, name)
         if os.access(path, os.X_OK):

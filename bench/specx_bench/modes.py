@@ -45,11 +45,11 @@ MODES = {m.name: m for m in [
     Mode("warm", "all data resident (read and pinned in memory for the run): the CPU-bound limit",
          TOUCH_DATA),
     Mode("nospec", "cold, under `specx run --no-spec`: no speculation, but stall statistics "
-         "(the baseline for `specx`)", DROP_CACHES, _specx_run("--no-spec"), "specx-run"),
+         "(the baseline for `specx`)", DROP_CACHES, _specx_run("--no-spec"), "libspecx.so"),
     Mode("specx", "cold, under `specx run`: speculative pre-execution turns future reads "
-         "into prefetches (§4)", DROP_CACHES, _specx_run(), "specx-run"),
+         "into prefetches (§4)", DROP_CACHES, _specx_run(), "libspecx.so"),
     Mode("specx-warm", "all data resident, under `specx run`: what specx costs when nothing "
-         "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "specx-run"),
+         "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "libspecx.so"),
 ]}
 
 # Modes run when --modes is not given: the comparison the paper makes (Fig. 2), less what is

@@ -1,4 +1,4 @@
-/* specx-run: runs an unmodified program under the preload runtime libspecx.so, which lets a
+/* specx run: runs an unmodified program under the preload runtime libspecx.so, which lets a
  * sandboxed speculative copy of it run ahead while it waits for the disk and turns the reads
  * the copy would block on into prefetches (Fraser & Chang 2003). Everything the program sees
  * passes through: arguments, environment (plus LD_PRELOAD), standard streams, signals, exit
@@ -19,6 +19,7 @@
 
 #include "horizon.h"
 #include "paths.h"
+#include "run.h"
 #include "run_report.h"
 #include "run_stats.h"
 #include "util.h"
@@ -247,7 +248,7 @@ static _Noreturn void die_like(int sig)
     _exit(128 + sig);
 }
 
-int main(int argc, char **argv)
+int specx_run_main(int argc, char **argv)
 {
     specx_set_progname("specx run");
     struct options o;

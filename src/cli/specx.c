@@ -1,6 +1,7 @@
 /* specx: the command people type. Like git, it dispatches `specx COMMAND ARGS...` to the
  * program `specx-COMMAND`, found next to it in the build tree or in the install's libexec
- * directory, so that each command is one small program with one job. */
+ * directory, so that each command is one small program with one job. `run` is the one
+ * built-in: its start-up cost is part of every program it runs (run.h). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,16 +10,19 @@
 #include <unistd.h>
 
 #include "paths.h"
+#include "run.h"
 #include "util.h"
 
 static const struct command {
     const char *name;
     const char *summary;
+    int (*builtin)(int argc, char **argv); /* NULL: the component specx-NAME */
 } commands[] = {
-    { "run",    "run a program with speculative pre-execution for I/O prefetching" },
-    { "slowfs", "mount an emulated slow storage device (FUSE)" },
-    { "bench",  "run the paper's experiments on real programs over slowfs" },
-    { NULL, NULL },
+    { "run",    "run a program with speculative pre-execution for I/O prefetching",
+      specx_run_main },
+    { "slowfs", "mount an emulated slow storage device (FUSE)", NULL },
+    { "bench",  "run the paper's experiments on real programs over slowfs", NULL },
+    { NULL, NULL, NULL },
 };
 
 static void usage(FILE *out)
@@ -75,8 +79,11 @@ int main(int argc, char **argv)
     }
     if (argv[1][0] == '-')
         specx_die(2, "unknown option '%s'; see 'specx --help'", argv[1]);
-    if (!lookup(argv[1]))
+    const struct command *command = lookup(argv[1]);
+    if (!command)
         specx_die(2, "'%s' is not a specx command; see 'specx --help'", argv[1]);
+    if (command->builtin)
+        return command->builtin(argc - 1, argv + 1);
 
     char name[64], path[PATH_MAX];
     snprintf(name, sizeof name, "specx-%s", argv[1]);
