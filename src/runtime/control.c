@@ -31,11 +31,11 @@ struct specx_control *specx_control_create(void)
 }
 
 void specx_log_prefetch(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
-                        uint64_t len, uint64_t now_ns)
+                        uint64_t len, uint64_t now_ns, bool dry)
 {
     uint32_t seq = ctl->issued;
     struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
-    *rec = (struct specx_prefetch_record){ seq, dev, ino, off, len, now_ns, 0 };
+    *rec = (struct specx_prefetch_record){ seq, dev, ino, off, len, now_ns, 0, dry };
     __atomic_store_n(&ctl->issued, seq + 1, __ATOMIC_RELEASE);
 }
 
@@ -51,13 +51,14 @@ unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino
     uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
     uint32_t lowest = issued > SPECX_LOG_WINDOW ? issued - SPECX_LOG_WINDOW : 0;
     uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_RELAXED);
-    unsigned consumed = 0;
+    unsigned consumed = 0, prefetches = 0;
     for (uint32_t seq = issued; seq-- > lowest;) {
         struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
         if (rec->seq != seq || rec->consumed || !record_overlaps(rec, dev, ino, off, len))
             continue;
         rec->consumed = 1;
         consumed++;
+        prefetches += !rec->dry;
         /* The program reached this prefetch: the ones issued before it are behind it too. */
         if (seq + 1 > passed)
             passed = seq + 1;
@@ -67,7 +68,7 @@ unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino
         if (__atomic_load_n(&ctl->parked, __ATOMIC_ACQUIRE))
             futex_wake(&ctl->passed);
     }
-    return consumed;
+    return prefetches;
 }
 
 void specx_log_restart(struct specx_control *ctl)

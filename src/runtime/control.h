@@ -17,6 +17,7 @@ struct specx_prefetch_record {
     uint64_t dev, ino, off, len;
     uint64_t time_ns;
     uint32_t consumed; /* the program reached this range (used, or found it evicted) */
+    uint32_t dry;      /* only a prediction, nothing was read (trust.h) */
 };
 
 /* Value of `ready` when the speculative process could not enter its sandbox. */
@@ -34,13 +35,13 @@ struct specx_control {
 /* Maps a fresh zeroed region (NULL on failure). */
 struct specx_control *specx_control_create(void);
 
-/* Speculative side: appends a prefetch record. */
+/* Speculative side: appends a prefetch record (dry: a prediction only, trust.h). */
 void specx_log_prefetch(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
-                        uint64_t len, uint64_t now_ns);
+                        uint64_t len, uint64_t now_ns, bool dry);
 
 /* Program side: marks records overlapping [off, off+len) of (dev, ino) as consumed, moves the
- * horizon past them and wakes a parked speculative process. Returns how many records were
- * newly consumed. */
+ * horizon past them and wakes a parked speculative process. Returns how many prefetches (not
+ * dry records) were newly consumed. */
 unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
                            uint64_t len);
 

@@ -13,6 +13,7 @@
 #include "residency.h"
 #include "runtime.h"
 #include "spec.h"
+#include "trust.h"
 
 /* Pages whose state one mincore call reports (1 MiB). */
 #define STEP_PAGES 256u
@@ -73,8 +74,11 @@ static void fetch_flush(struct fetch *f)
     if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len))
         return;
     specx_horizon_wait(specx.ctl, specx.horizon);
+    bool dry = specx_trust_dry();
+    specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
+    if (dry) /* a copy on probation only predicts (trust.h) */
+        return;
     specx_start_read(f->fd, off, len);
-    specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns());
     SPECX_COUNT(spec_prefetches, 1);
     SPECX_COUNT(spec_bytes, len);
 }

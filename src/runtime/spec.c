@@ -15,6 +15,7 @@
 #include "prefetch.h"
 #include "runtime.h"
 #include "sandbox.h"
+#include "trust.h"
 
 /* How long the program waits for a new speculative process to privatize its state before
  * going on with its own read; it was already issued, so the wait hides in the disk's time. */
@@ -60,6 +61,7 @@ static unsigned backoff_next;
 /* The file of the stall that created the speculative process. */
 static uint64_t child_dev, child_ino;
 static uint64_t child_born_ns;
+static bool child_dry; /* the speculative process only predicts (trust.h) */
 
 /* The back-off of file (dev, ino); if it has none, with create a fresh one (replacing the
  * oldest entry), else the process's. */
@@ -88,11 +90,21 @@ static void back_off(struct backoff *b, bool useful)
     b->skip = b->stalls;
 }
 
-static void judge_child(void)
+/* Judges the copy that just ended or is about to be replaced, by what its predictions were
+ * worth to the program (trust.h): a copy none of whose records the program read was useless,
+ * whether it prefetched nothing (it died of the data it could not read: SQLite's page check,
+ * GNU ld's object headers) or prefetched wrongly (pointer chasing). Its records not reached
+ * yet count as misses only if the program stalled somewhere the copy did not predict
+ * (on_track false): then it diverged, and they will not be read. */
+static void judge_child(bool on_track)
 {
-    bool useful = specx.ctl->issued != specx.issued_at_start;
+    struct specx_tally t = specx_trust_tally(specx.ctl, specx.issued_at_start, on_track);
+    specx_trust_judge(t);
+    bool useful = t.hits > 0;
     back_off(backoff_of(child_dev, child_ino, true), useful);
     back_off(&process_backoff, useful);
+    specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
+              child_dry ? "dry" : "live", t.hits, t.misses);
 }
 
 static bool reaped(pid_t pid, int flags)
@@ -158,8 +170,14 @@ static bool child_still_running(void)
     if (!reaped(specx.child, WNOHANG))
         return true;
     specx.child = 0;
-    judge_child();
     return false;
+}
+
+/* A dry copy that predicted the program's stall is on track; it is replaced by a live one
+ * (promoted) once its predictions have earned the process's trust. */
+static bool dry_copy_earned_trust(void)
+{
+    return specx_trust_earned(specx_trust_tally(specx.ctl, specx.issued_at_start, true));
 }
 
 /* A copy the program stopped waiting for (READY_TIMEOUT_NS) may still be entering its
@@ -216,6 +234,8 @@ static bool clone_speculative(void)
         ctl->generation = 1;
     specx_log_restart(ctl);
     specx.issued_at_start = ctl->issued;
+    child_dry = !specx_trust_live();
+    specx_trust_set_dry(child_dry);
     /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
      * pthread_atfork handlers of the program run for it. */
     long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
@@ -285,11 +305,18 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     struct stat st;
     start_own_read(stall, &st);
     reap_dying(false);
+    bool had_child = specx.child > 0;
     bool sync = child_still_running();
     if (sync && child_entering())
         return false;
-    if (sync)
-        judge_child();
+    if (had_child) {
+        bool on_track = specx_trust_predicted(specx.ctl, specx.issued_at_start,
+                                              (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+                                              stall->off, stall->len);
+        if (sync && on_track && child_dry && !dry_copy_earned_trust())
+            return false; /* on probation and on track: let it go on predicting */
+        judge_child(on_track);
+    }
     struct backoff *b = backoff_of((uint64_t)st.st_dev, (uint64_t)st.st_ino, false);
     if (b->skip > 0) {
         b->skip--;
@@ -312,8 +339,9 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     uint64_t t_clone = specx_now_ns();
     bool started = specx.child > 0 && child_started();
     if (started)
-        specx_log("pid %d: speculative process %d %s at fd %d offset %llu, ready in %llu us",
-                  specx.pid, specx.child, sync ? "synchronized" : "created", stall->fd,
+        specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu, ready in %llu us",
+                  specx.pid, child_dry ? "dry" : "live", specx.child,
+                  sync ? "synchronized" : "created", stall->fd,
                   (unsigned long long)stall->off,
                   (unsigned long long)(specx_now_ns() - t_clone) / 1000);
     if (sync) {

@@ -15,8 +15,8 @@ static struct specx_control *fresh(void)
 static void test_consume_matches_file_and_range(void)
 {
     struct specx_control *ctl = fresh();
-    specx_log_prefetch(ctl, 1, 10, 0, 4096, 0);
-    specx_log_prefetch(ctl, 1, 11, 0, 4096, 0);
+    specx_log_prefetch(ctl, 1, 10, 0, 4096, 0, false);
+    specx_log_prefetch(ctl, 1, 11, 0, 4096, 0, false);
     assert(specx_log_consume(ctl, 1, 12, 0, 4096) == 0);    /* other file */
     assert(specx_log_consume(ctl, 2, 10, 0, 4096) == 0);    /* other device */
     assert(specx_log_consume(ctl, 1, 10, 4096, 100) == 0);  /* past the range */
@@ -28,7 +28,7 @@ static void test_consume_moves_horizon_past_earlier_records(void)
 {
     struct specx_control *ctl = fresh();
     for (uint64_t ino = 0; ino < 5; ino++)
-        specx_log_prefetch(ctl, 1, ino, 0, 100, 0);
+        specx_log_prefetch(ctl, 1, ino, 0, 100, 0, false);
     assert(ctl->issued == 5 && ctl->passed == 0);
     assert(specx_log_consume(ctl, 1, 2, 0, 1) == 1);
     assert(ctl->passed == 3); /* records 0..2 are behind the program now */
@@ -39,8 +39,8 @@ static void test_consume_moves_horizon_past_earlier_records(void)
 static void test_restart_clears_outstanding(void)
 {
     struct specx_control *ctl = fresh();
-    specx_log_prefetch(ctl, 1, 1, 0, 100, 0);
-    specx_log_prefetch(ctl, 1, 2, 0, 100, 0);
+    specx_log_prefetch(ctl, 1, 1, 0, 100, 0, false);
+    specx_log_prefetch(ctl, 1, 2, 0, 100, 0, false);
     specx_log_restart(ctl);
     assert(ctl->issued - ctl->passed == 0);
     /* the old records can still be matched */
@@ -50,9 +50,9 @@ static void test_restart_clears_outstanding(void)
 static void test_window_forgets_old_records(void)
 {
     struct specx_control *ctl = fresh();
-    specx_log_prefetch(ctl, 9, 9, 0, 100, 0);
+    specx_log_prefetch(ctl, 9, 9, 0, 100, 0, false);
     for (unsigned i = 0; i < SPECX_LOG_SIZE; i++)
-        specx_log_prefetch(ctl, 1, 1000 + i, 0, 100, 0);
+        specx_log_prefetch(ctl, 1, 1000 + i, 0, 100, 0, false);
     assert(specx_log_consume(ctl, 9, 9, 0, 100) == 0);
     assert(specx_log_consume(ctl, 1, 1000 + SPECX_LOG_SIZE - 1, 0, 100) == 1);
 }
@@ -60,7 +60,7 @@ static void test_window_forgets_old_records(void)
 static void test_horizon_wait_returns_when_allowed(void)
 {
     struct specx_control *ctl = fresh();
-    specx_log_prefetch(ctl, 1, 1, 0, 100, 0);
+    specx_log_prefetch(ctl, 1, 1, 0, 100, 0, false);
     specx_log_restart(ctl);
     specx_horizon_wait(ctl, 1); /* nothing outstanding: must not block */
 }
