@@ -4,7 +4,9 @@ performance is the benchmarks' business."""
 import json
 import os
 import pathlib
+import random
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -300,3 +302,36 @@ def test_exec_ends_the_speculative_process_first(specx, tmp_path, cold_tree):
     assert "ended" in reader["flags"]
     assert any(p["argv0"] == "sh" and p["pid"] == reader["pid"] for p in report["processes"])
     assert_no_process_with(marker)
+
+
+def write_chain(path, blocks, seed):
+    """A chase chain (bench/programs/chase.c's format): one random cycle through the blocks."""
+    rng = random.Random(seed)
+    order = list(range(blocks))
+    for i in range(blocks - 1, 0, -1):
+        j = rng.randrange(i)
+        order[i], order[j] = order[j], order[i]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<8sQQ", b"SPECXCHN", blocks, 4096).ljust(4096, b"\0"))
+        for block in range(blocks):
+            f.write(struct.pack("<Q", order[block]) + rng.randbytes(4088))
+
+
+@pytest.mark.root
+def test_copies_that_cannot_predict_never_prefetch(specx, tmp_path):
+    """Pointer chasing: every read's offset is in the data of the last one, so a copy can only
+    guess. Its guesses stay predictions (trust.c): no speculative prefetch is ever issued,
+    and the program's output is unchanged."""
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    write_chain(backing / "chain.bin", 256, 3)
+    chase = [str(BUILD / "bench" / "programs" / "chase"), "--hops", "60"]
+    plain = subprocess.run([*chase, backing / "chain.bin"], capture_output=True, text=True,
+                           check=True).stdout
+    with slowfs_mount(backing, tmp_path / "mnt", "--preset", "paper2003") as mnt:
+        drop_caches()
+        proc, report = run_json(tmp_path, *chase, mnt / "chain.bin")
+    assert proc.returncode == 0 and proc.stdout == plain
+    total = report["total"]
+    assert total["stalls"] >= 30 and total["spec_created"] >= 1
+    assert total["spec_prefetches"] == 0
