@@ -335,3 +335,36 @@ def test_copies_that_cannot_predict_never_prefetch(specx, tmp_path):
     total = report["total"]
     assert total["stalls"] >= 30 and total["spec_created"] >= 1
     assert total["spec_prefetches"] == 0
+
+
+REUSE_PID = READ_ALL.replace("sys.argv[1:]", "sys.argv[1:21]") + """
+import os, signal
+copies = open(f"/proc/self/task/{os.getpid()}/children").read().split()
+if not copies:
+    print("no copy"); sys.exit(0)
+copy = int(copies[0])
+os.kill(copy, signal.SIGKILL)
+os.waitpid(copy, 0x40000000)  # __WALL: the program reaps the copy itself
+open("/proc/sys/kernel/ns_last_pid", "w").write(str(copy - 1))
+child = os.fork()
+if child == 0:
+    import time
+    time.sleep(1)
+    os._exit(0)
+for p in sys.argv[21:]:
+    open(p, "rb").read()  # stalls: the runtime looks at its copy again
+_, status = os.waitpid(child, 0)
+print("same pid" if child == copy else "other pid", os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.root
+def test_a_reaped_copys_pid_reused_by_the_program_is_left_alone(specx, tmp_path, cold_tree):
+    """A program that reaps the copy with __WALL, then forks a child that gets the same pid:
+    the runtime must not take that child for its copy (kill it, or reap it)."""
+    drop_caches()
+    proc, report = run_json(tmp_path, *python(REUSE_PID, *cold_tree))
+    assert proc.returncode == 0, proc.stderr
+    if not proc.stdout.startswith("same pid"):
+        pytest.skip(f"could not reproduce the pid reuse: {proc.stdout.strip()}")
+    assert proc.stdout == "same pid 0\n"  # the child exited by itself, not killed

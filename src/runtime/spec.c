@@ -1,6 +1,5 @@
 #include "spec.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -8,10 +7,10 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "control.h"
+#include "copy_ref.h"
 #include "prefetch.h"
 #include "runtime.h"
 #include "sandbox.h"
@@ -107,16 +106,16 @@ static void judge_child(bool on_track)
               child_dry ? "dry" : "live", t.hits, t.misses);
 }
 
-static bool reaped(pid_t pid, int flags)
+/* Start times of specx.child and specx.dying[i] (copy_ref.h): with the pid, what tells the
+ * copy from a later process given the same pid. */
+static uint64_t child_start;
+static uint64_t dying_start[sizeof specx.dying / sizeof specx.dying[0]];
+
+static bool reaped(pid_t pid, uint64_t start, bool wait)
 {
-    if (pid <= 0) /* never waitpid(0) or waitpid(-1): those are the program's children */
-        return true;
-    pid_t got;
-    while ((got = waitpid(pid, NULL, flags | __WALL)) < 0 && errno == EINTR)
-        ;
-    if (got == 0)
+    if (!specx_copy_reap(pid, start, wait))
         return false;
-    SPECX_COUNT(spec_ended, 1); /* reaped, or already gone (ECHILD) */
+    SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
     return true;
 }
 
@@ -124,7 +123,7 @@ static bool reaped(pid_t pid, int flags)
 static void reap_dying(bool wait)
 {
     for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
-        if (specx.dying[i] && reaped(specx.dying[i], wait ? 0 : WNOHANG))
+        if (specx.dying[i] && reaped(specx.dying[i], dying_start[i], wait))
             specx.dying[i] = 0;
 }
 
@@ -135,17 +134,16 @@ static void kill_child(void)
 {
     pid_t pid = specx.child;
     specx.child = 0;
-    /* Only a child still ours is killed: a program that waits with __WALL may have reaped it,
-     * and its pid may belong to someone else now. */
-    if (pid <= 0 || reaped(pid, WNOHANG)) /* never kill(0) or kill(-1): the program's group */
+    if (pid <= 0 || reaped(pid, child_start, false))
         return;
-    kill(pid, SIGKILL);
-    if (reaped(pid, WNOHANG))
+    specx_copy_kill(pid, child_start);
+    if (reaped(pid, child_start, false))
         return;
     for (;;) {
         for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
             if (!specx.dying[i]) {
                 specx.dying[i] = pid;
+                dying_start[i] = child_start;
                 return;
             }
         reap_dying(true);
@@ -167,7 +165,7 @@ static bool child_still_running(void)
 {
     if (specx.child <= 0)
         return false;
-    if (!reaped(specx.child, WNOHANG))
+    if (!reaped(specx.child, child_start, false))
         return true;
     specx.child = 0;
     return false;
@@ -244,6 +242,7 @@ static bool clone_speculative(void)
     if (pid < 0)
         return false;
     specx.child = (pid_t)pid;
+    child_start = specx_copy_start_time(specx.child);
     child_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
     return false;
@@ -258,7 +257,7 @@ static bool child_started(void)
         demote_child();
         return true;
     }
-    reaped(specx.child, 0);
+    reaped(specx.child, child_start, true);
     specx.child = 0;
     SPECX_COUNT(spec_failed, 1);
     specx_disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
