@@ -17,6 +17,12 @@
  * switched off on that descriptor (§4.1.2: the default heuristics are then redundant). */
 #define HITS_BEFORE_RANDOM 2
 #define ADVISED_FDS 1024
+/* Cached reads in a row after which reads are only timed, not checked: a program whose data
+ * is in memory then pays two clock reads per read instead of two or three system calls (the
+ * warm-cache bar, specx/plain <= 1.03). The first slow read ends the run; nothing speculates
+ * on it and it is not counted (it may have been a pipe): one unhidden, uncounted stall each
+ * time the program returns from cached data to the disk. */
+#define HITS_BEFORE_TIMING_ONLY 64u
 
 /* Per-descriptor readahead state we set, tagged with the file so a reused descriptor
  * number starts afresh. */
@@ -30,6 +36,8 @@ static struct fd_advice advice[ADVISED_FDS];
 /* Our own syscalls must not leak into errno, and a read from a signal handler that
  * interrupts this code passes straight through. */
 static __thread bool busy;
+/* Cached reads in a row, process-wide (threads race on it harmlessly: it is a heuristic). */
+static unsigned hits_in_a_row;
 
 static uint64_t iov_total(const struct iovec *iov, int iovcnt)
 {
@@ -72,10 +80,35 @@ static void adjust_readahead(int fd, const struct stat *st, bool served_by_spec,
 
 /* Matches the read against the speculative process's prefetch log (Table 2's "used" and
  * "unused" prefetches) and moves its horizon on. */
+static bool prefetches_issued(void)
+{
+    return specx.ctl && __atomic_load_n(&specx.ctl->issued, __ATOMIC_ACQUIRE);
+}
+
+/* Reads that are only timed cannot be matched against the prefetch log: a speculative
+ * process's outstanding prefetches must have been reached (or a fresh process started). */
+static bool prefetches_outstanding(void)
+{
+    return specx.ctl && __atomic_load_n(&specx.ctl->issued, __ATOMIC_ACQUIRE) !=
+                            __atomic_load_n(&specx.ctl->passed, __ATOMIC_ACQUIRE);
+}
+
+static bool timing_only(void)
+{
+    return __atomic_load_n(&hits_in_a_row, __ATOMIC_RELAXED) >= HITS_BEFORE_TIMING_ONLY &&
+           !prefetches_outstanding();
+}
+
+static void count_hit_run(bool miss)
+{
+    if (miss)
+        __atomic_store_n(&hits_in_a_row, 0, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(&hits_in_a_row, 1, __ATOMIC_RELAXED);
+}
+
 static void track_prefetches(struct specx_read *r, const struct stat *st)
 {
-    if (!specx.ctl || !__atomic_load_n(&specx.ctl->issued, __ATOMIC_ACQUIRE))
-        return;
     unsigned n = specx_log_consume(specx.ctl, st->st_dev, st->st_ino, r->off, r->len);
     if (n && r->miss)
         SPECX_COUNT(spec_evicted, n);
@@ -92,29 +125,50 @@ static bool is_direct_io(int fd)
     return flags >= 0 && (flags & O_DIRECT);
 }
 
-static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t want, off_t off)
+static bool is_regular(int fd, struct stat *st)
+{
+    return fstat(fd, st) == 0 && S_ISREG(st->st_mode);
+}
+
+/* The speculative process emulates every read of a regular file (§4.1.2). */
+static enum specx_read_action check_spec_read(struct specx_read *r, int fd)
 {
     struct stat st;
-    if (want == 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+    if (!is_regular(fd, &st))
         return SPECX_READ_PASS;
-    if (specx.role == SPECX_ROLE_SPEC) {
-        *r = (struct specx_read){ .fd = fd };
-        return SPECX_READ_EMULATE;
-    }
+    *r = (struct specx_read){ .fd = fd };
+    return SPECX_READ_EMULATE;
+}
+
+/* Whether the read misses is settled by one cachestat over the requested range: when every
+ * page is there (the common case, and all of the warm-cache overhead) nothing else is asked.
+ * Only a range that looks incomplete needs the fstat that tells a regular file (cachestat
+ * answers 0 pages for pipes and devices) and its size (pages past EOF are never cached). */
+static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t want, off_t off)
+{
     if (off < 0 && (off = lseek(fd, 0, SEEK_CUR)) < 0)
-        return SPECX_READ_PASS;
-    uint64_t len = specx_clamp_to_eof((uint64_t)off, want, (uint64_t)st.st_size);
-    int64_t cached = len ? specx_cached_pages(fd, (uint64_t)off, len) : -1;
+        return SPECX_READ_PASS; /* pipes, sockets, terminals */
+    int64_t cached = specx_cached_pages(fd, (uint64_t)off, want);
     if (cached < 0)
         return SPECX_READ_PASS;
-    *r = (struct specx_read){ .fd = fd, .off = (uint64_t)off, .len = len,
-                              .miss = (uint64_t)cached < specx_pages_spanned((uint64_t)off, len) };
-    /* O_DIRECT bypasses the page cache: residency says nothing about it. */
-    if (r->miss && is_direct_io(fd))
-        return SPECX_READ_PASS;
+    *r = (struct specx_read){ .fd = fd, .off = (uint64_t)off, .len = want };
+    struct stat st;
+    bool have_st = false;
+    if ((uint64_t)cached < specx_pages_spanned(r->off, want)) {
+        if (!is_regular(fd, &st))
+            return SPECX_READ_PASS;
+        have_st = true;
+        r->len = specx_clamp_to_eof(r->off, want, (uint64_t)st.st_size);
+        r->miss = (uint64_t)cached < specx_pages_spanned(r->off, r->len);
+        /* O_DIRECT bypasses the page cache: residency says nothing about it. */
+        if (r->miss && is_direct_io(fd))
+            return SPECX_READ_PASS;
+    }
     SPECX_COUNT(reads, 1);
+    count_hit_run(r->miss);
     r->t0 = specx_now_ns();
-    track_prefetches(r, &st);
+    if (prefetches_issued() && (have_st || is_regular(fd, &st)))
+        track_prefetches(r, &st);
     if (r->miss) {
         const struct specx_stall stall = { fd, r->off, r->len };
         if (specx_spec_on_stall(&stall)) {
@@ -125,6 +179,12 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     return SPECX_READ_ACCOUNT;
 }
 
+static enum specx_read_action time_read(struct specx_read *r, int fd)
+{
+    *r = (struct specx_read){ .fd = fd, .timed = true, .t0 = specx_now_ns() };
+    return SPECX_READ_ACCOUNT;
+}
+
 enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const struct iovec *iov,
                                         int iovcnt, off_t off)
 {
@@ -132,7 +192,11 @@ enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const stru
         return SPECX_READ_PASS;
     busy = true;
     int saved = errno;
-    enum specx_read_action action = check_read(r, fd, iov_total(iov, iovcnt), off);
+    uint64_t want = iov_total(iov, iovcnt);
+    enum specx_read_action action = want == 0                    ? SPECX_READ_PASS
+                                    : specx.role == SPECX_ROLE_SPEC ? check_spec_read(r, fd)
+                                    : timing_only()                 ? time_read(r, fd)
+                                                                    : check_read(r, fd, want, off);
     errno = saved;
     busy = false;
     return action;
@@ -141,6 +205,12 @@ enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const stru
 void specx_read_end(const struct specx_read *r)
 {
     uint64_t waited = specx_now_ns() - r->t0;
+    if (r->timed) {
+        /* Not counted: a slow pipe or terminal read is no stall. Check from the next on. */
+        if (waited > INFLIGHT_WAIT_NS)
+            count_hit_run(true);
+        return;
+    }
     if (r->miss) {
         SPECX_COUNT(stalls, 1);
         SPECX_COUNT(stall_ns, waited);

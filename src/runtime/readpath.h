@@ -1,6 +1,8 @@
 /* The read path shared by every interposed read function. In the program (normal process) it
- * is the hottest code specx has: one fstat, one lseek when the call uses the file offset, one
- * cachestat, two vDSO clock reads. In the speculative process every read becomes
+ * is the hottest code specx has: on data in memory one cachestat, one lseek when the call
+ * uses the file offset, two vDSO clock reads; an fstat more only on a miss or while a
+ * speculative process's prefetches are being matched. After a long run of cached reads it
+ * only times them until one is slow. In the speculative process every read becomes
  * prefetch.c's emulation. */
 #ifndef SPECX_READPATH_H
 #define SPECX_READPATH_H
@@ -21,6 +23,7 @@ struct specx_read {
     bool miss;        /* data not in memory: an I/O stall */
     bool skip;        /* emulate as a prefetch already issued (the read that created us) */
     unsigned used;    /* speculative prefetches this read consumed while resident */
+    bool timed;       /* not checked, only timed (readpath.c: a run of cached reads) */
     uint64_t off, len; /* file range, clamped to EOF */
     uint64_t t0;
 };
