@@ -3,12 +3,15 @@
  * dynamically with pread.
  *
  * The volume file (written by `specx bench`'s generator) is a header (magic, edge, brick edge,
- * offset of the first brick; an offset of 0 means 4 KiB) followed by the
- * volume stored as cubic bricks of BRICK^3 values, bricks in (z, y, x) order, values in (z, y, x)
- * order inside a brick: like the TIP version of XDataSlice, any slice orientation then costs the
- * same number of reads, one per brick the plane cuts. Which slices are viewed follows from the
- * seed alone, so every run reads the same data in the same order. For each slice the program
- * builds the false-color image (an 8-bit index per value) and prints its summary. */
+ * offset of the first brick, brick order; an offset of 0 means 4 KiB, a missing order means
+ * row-major) followed by the volume stored as cubic bricks of BRICK^3 values, values in
+ * (z, y, x) order inside a brick: like the TIP version of XDataSlice, any slice orientation
+ * then costs the same number of reads, one per brick the plane cuts. Bricks follow each other
+ * in (z, y, x) order or, as the generator writes them now, along a Hilbert curve (see
+ * brick_index). Which slices are viewed follows from the seed alone, so every run reads the
+ * same data in the same order; where each read lands follows from the slice's geometry, never
+ * from data read. For each slice the program builds the false-color image (an 8-bit index per
+ * value) and prints its summary. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,12 +25,17 @@
 /* Where the bricks start when the header does not say (the first version of the format). */
 #define DEFAULT_DATA_OFFSET 4096
 #define MAGIC "SPECXVOL"
+#define HEADER_SIZE 24
+
+enum brick_order { ORDER_ROW_MAJOR = 0, ORDER_HILBERT = 1 };
 
 struct volume {
     int fd;
     uint32_t n;           /* values per edge */
     uint32_t brick;       /* values per brick edge */
     uint64_t data_offset; /* file offset of the first brick */
+    uint32_t order;       /* enum brick_order */
+    unsigned bits;        /* log2 of the bricks per edge (Hilbert order) */
 };
 
 struct slice {
@@ -76,26 +84,70 @@ static struct volume open_volume(const char *path)
     struct volume v = { .fd = open(path, O_RDONLY) };
     if (v.fd < 0)
         specx_die(1, "cannot open %s: %s", path, strerror(errno));
-    unsigned char header[20] = {0};
+    unsigned char header[HEADER_SIZE] = {0};
     ssize_t got = pread(v.fd, header, sizeof header, 0);
-    if (got < (ssize_t)sizeof header || memcmp(header, MAGIC, 8) != 0)
+    if (got < 20 || memcmp(header, MAGIC, 8) != 0)
         specx_die(1, "%s is not a specx volume (bad magic)", path);
     uint32_t data_offset;
     memcpy(&v.n, header + 8, 4);    /* little-endian, as written by the generator */
     memcpy(&v.brick, header + 12, 4);
     memcpy(&data_offset, header + 16, 4);
+    memcpy(&v.order, header + 20, 4); /* zero in volumes written before it existed */
     v.data_offset = data_offset ? data_offset : DEFAULT_DATA_OFFSET;
     if (v.n == 0 || v.brick == 0 || v.n % v.brick != 0 || v.brick > 256)
         specx_die(1, "%s has an invalid geometry (%" PRIu32 "^3, bricks of %" PRIu32 ")",
                   path, v.n, v.brick);
+    uint32_t per_edge = v.n / v.brick;
+    while ((1u << v.bits) < per_edge)
+        v.bits++;
+    if (v.order > ORDER_HILBERT ||
+        (v.order == ORDER_HILBERT && (1u << v.bits) != per_edge))
+        specx_die(1, "%s has an invalid brick order (%" PRIu32 " for %" PRIu32
+                  " bricks per edge)", path, v.order, per_edge);
     return v;
+}
+
+/* Position of brick (x, y, z) along a 3-D Hilbert curve through a cube of 2^bits bricks per
+ * edge (Skilling's transpose form: undo the curve's rotations level by level, Gray-decode,
+ * interleave the bits). Each step of the curve moves to a face neighbour, so a brick's
+ * position is even or odd as x + y + z is: on a striped device whose unit is half a brick,
+ * the bricks of any slice then alternate between disk pairs. In (z, y, x) order with a
+ * power-of-two edge every brick of an x-slice has the parity of x, and all of them sit on
+ * the same two disks of a four-disk stripe. */
+static uint64_t hilbert_index(uint32_t x, uint32_t y, uint32_t z, unsigned bits)
+{
+    uint32_t c[3] = { x, y, z };
+    for (uint32_t q = bits ? 1u << (bits - 1) : 0; q > 1; q >>= 1) {
+        uint32_t low = q - 1;
+        for (int i = 0; i < 3; i++) {
+            if (c[i] & q) {
+                c[0] ^= low;
+            } else {
+                uint32_t swap = (c[0] ^ c[i]) & low;
+                c[0] ^= swap;
+                c[i] ^= swap;
+            }
+        }
+    }
+    c[1] ^= c[0];
+    c[2] ^= c[1];
+    uint32_t gray = 0;
+    for (uint32_t q = bits ? 1u << (bits - 1) : 0; q > 1; q >>= 1)
+        if (c[2] & q)
+            gray ^= q - 1;
+    uint64_t index = 0;
+    for (unsigned b = bits; b-- > 0;)
+        for (int i = 0; i < 3; i++)
+            index = (index << 1) | (((c[i] ^ gray) >> b) & 1u);
+    return index;
 }
 
 /* Offset of the brick with brick coordinates (bx, by, bz). */
 static off_t brick_offset(const struct volume *v, uint32_t bx, uint32_t by, uint32_t bz)
 {
     uint64_t per_edge = v->n / v->brick;
-    uint64_t index = ((uint64_t)bz * per_edge + by) * per_edge + bx;
+    uint64_t index = v->order == ORDER_HILBERT ? hilbert_index(bx, by, bz, v->bits)
+                                               : ((uint64_t)bz * per_edge + by) * per_edge + bx;
     return (off_t)(v->data_offset + index * v->brick * v->brick * v->brick * sizeof(uint32_t));
 }
 
@@ -119,7 +171,7 @@ static void copy_plane(const struct volume *v, const struct slice *s, const uint
     }
 }
 
-/* Reads every brick the slice cuts, in file order, and assembles the slice image. */
+/* Reads every brick the slice cuts, row by row of the slice, and assembles the slice image. */
 static void load_slice(const struct volume *v, const struct slice *s, uint32_t *brick,
                        uint32_t *image)
 {
