@@ -248,6 +248,7 @@ def test_help_and_list(specx):
 @pytest.mark.parametrize("args,message", [
     (["nosuch"], "unknown workload 'nosuch'"),
     (["--runs", "0"], "--runs must be at least 1"),
+    (["--warm-runs", "0"], "--warm-runs must be at least 1"),
     (["--modes", "cold,tepid"], "unknown mode 'tepid'"),
 ])
 def test_bad_input_is_one_line_error(specx, args, message):
@@ -290,22 +291,23 @@ def test_tiny_grep_bench_end_to_end(specx, data_dir):
     wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "runtime" / "libspecx.so").exists()
                                  else [])
     out = data_dir / "out"
-    proc = run_specx("bench", "grep", "--scale", "test", "--runs", "1", "--modes",
-                     ",".join(wanted), FAST, "--data-dir", data_dir, "--out", out, timeout=300)
+    proc = run_specx("bench", "grep", "--scale", "test", "--runs", "1", "--warm-runs", "2",
+                     "--modes", ",".join(wanted), FAST, "--data-dir", data_dir, "--out", out,
+                     timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[grep] cold run 1: " in proc.stdout
     for name in ("results.md", "results.json", "results.png"):
         assert (out / name).stat().st_size > 0
     results = json.loads((out / "results.json").read_text())
     (grep,) = results["workloads"]
-    assert [r["mode"] for r in grep["runs"]] == wanted
+    assert [r["mode"] for r in grep["runs"]] == wanted + ["warm"]  # the extra warm run last
     assert all(r["ok"] and r["device"] is not None for r in grep["runs"])
     cold = grep["runs"][0]
     assert cold["device"]["requests"] >= WORKLOADS["grep"].scales["test"]["files"]
     if shutil.which("strace"):
         assert grep["read_calls"] > 0
     if "specx" in wanted:
-        assert grep["runs"][-1]["report"]["stalls"]["count"] >= 0
+        assert grep["runs"][2]["report"]["stalls"]["count"] >= 0
     assert results["environment"]["slowfs_options"][:2] == ["--preset", "paper2003"]
     assert "| grep | cold | 1 |" in (out / "results.md").read_text()
     assert not mounts_under(data_dir)
@@ -314,8 +316,8 @@ def test_tiny_grep_bench_end_to_end(specx, data_dir):
 @pytest.mark.root
 def test_tiny_postgres_bench_end_to_end(specx, data_dir):
     out = data_dir / "out"
-    proc = run_specx("bench", "postgres", "--scale", "test", "--runs", "1", "--modes",
-                     "cold,warm", "--no-read-calls", FAST, "--data-dir", data_dir,
+    proc = run_specx("bench", "postgres", "--scale", "test", "--runs", "1", "--warm-runs", "1",
+                     "--modes", "cold,warm", "--no-read-calls", FAST, "--data-dir", data_dir,
                      "--out", out, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (pg,) = json.loads((out / "results.json").read_text())["workloads"]

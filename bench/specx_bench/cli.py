@@ -38,6 +38,9 @@ def build_parser():
     p.add_argument("--runs", type=int, metavar="N",
                    help="timed runs per workload and mode (default: 3, as in the paper; "
                         "1 with --demo)")
+    p.add_argument("--warm-runs", type=int, metavar="N",
+                   help="timed runs of the warm-cache modes (warm, specx-warm), which are short "
+                        "and noisy (default: 3 x --runs)")
     p.add_argument("--modes", metavar="LIST", help="comma-separated modes to run, in order")
     p.add_argument("--out", metavar="DIR",
                    help="results directory (default: ./bench-results/<UTC timestamp>)")
@@ -85,6 +88,7 @@ def environment(args, cfg):
             "specx": specx, "kernel": platform.release(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "memory_kb": int(meminfo[1]), "preset": args.preset,
             "slowfs_options": cfg.slowfs_options, "runs": cfg.runs,
+            "warm_runs": cfg.warm_runs,
             "modes": [m.name for m in cfg.modes], "scale": cfg.scale, "data_dir": cfg.data_dir}
 
 
@@ -150,8 +154,10 @@ def complete(args):
     unknown = [n for n in args.workloads if n != VALIDATION and n not in WORKLOADS]
     if unknown:
         raise Usage(f"unknown workload '{unknown[0]}'; see 'specx bench --list'")
-    if args.runs < 1:
-        raise Usage("--runs must be at least 1")
+    args.warm_runs = args.warm_runs if args.warm_runs is not None else 3 * args.runs
+    for name, value in (("--runs", args.runs), ("--warm-runs", args.warm_runs)):
+        if value < 1:
+            raise Usage(f"{name} must be at least 1")
     mode_list, problem = select_modes(args)
     if problem:
         raise Usage(problem)
@@ -194,7 +200,7 @@ def main(argv=None):
         return 1
     data_dir, out, temporary = directories(args)
     cfg = runner.Config(data_dir=data_dir, out_dir=out, scale=args.scale, runs=args.runs,
-                        modes=mode_list, slowfs_options=slowfs_options,
+                        warm_runs=args.warm_runs, modes=mode_list, slowfs_options=slowfs_options,
                         read_calls=args.read_calls)
     results = {"environment": environment(args, cfg), "workloads": [], "validation": None}
     if args.demo:

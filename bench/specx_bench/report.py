@@ -97,7 +97,8 @@ def validation_table(validation):
 
 def markdown(results):
     env = results["environment"]
-    runs = f"{env['runs']} run(s) per mode; " if results["workloads"] else ""
+    runs = (f"{env['runs']} run(s) per mode, {env.get('warm_runs', env['runs'])} of the "
+            f"warm-cache modes; " if results["workloads"] else "")
     out = ["# specx bench results", "",
            f"{env['started']} – {env.get('finished', '(running)')}; kernel {env['kernel']}; "
            f"{env['cpus']} CPUs; slowfs {' '.join(env['slowfs_options'])}; {runs}"
