@@ -8,7 +8,7 @@
  * (z, y, x) order inside a brick: like the TIP version of XDataSlice, any slice orientation
  * then costs the same number of reads, one per brick the plane cuts. Bricks follow each other
  * in (z, y, x) order or, as the generator writes them now, along a Hilbert curve (see
- * brick_index). Which slices are viewed follows from the seed alone, so every run reads the
+ * hilbert_index). Which slices are viewed follows from the seed alone, so every run reads the
  * same data in the same order; where each read lands follows from the slice's geometry, never
  * from data read. For each slice the program builds the false-color image (an 8-bit index per
  * value) and prints its summary. */
