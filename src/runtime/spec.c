@@ -36,13 +36,14 @@ void specx_start_read(int fd, uint64_t off, uint64_t len)
 }
 
 /* A speculative process that could not speed anything up is not re-created at once: each
- * creation costs a fork and a sandbox, so after one that prefetched nothing the next
- * 1, 2, 4 ... 64 stalls pass without speculation (a workload speculation cannot help must
- * not pay for it at every stall). The back-off is kept per file, that of the stall that
- * created the process: one that was useless at one file says little about another. A
- * PostgreSQL backend reads its catalogs at connection start, where its copies die of the data
- * they could not read (a relation map that fails its checksum), then scans the relations of
- * CREATE INDEX, where they can run ahead: one back-off for both left it no copy at all. */
+ * creation costs a fork and a sandbox, so after one none of whose predictions the program
+ * read (it logged nothing, or only wrong guesses) the next 1, 2, 4 ... 64 stalls pass
+ * without speculation (a workload speculation cannot help must not pay for it at every
+ * stall). The back-off is kept per file, that of the stall that created the process: one
+ * that was useless at one file says little about another. A PostgreSQL backend reads its
+ * catalogs at connection start, where its copies die of the data they could not read (a
+ * relation map that fails its checksum), then scans the relations of CREATE INDEX, where
+ * they can run ahead: one back-off for both left it no copy at all. */
 #define MAX_BACKOFF 64u
 #define BACKOFF_FILES 8
 
@@ -320,7 +321,7 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     if (b->skip > 0) {
         b->skip--;
         if (sync)
-            kill_child(); /* diverged without prefetching anything: not worth a new copy */
+            kill_child(); /* diverged, none of its predictions read: not worth a new copy */
         return false;
     }
     child_dev = (uint64_t)st.st_dev;
