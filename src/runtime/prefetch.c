@@ -73,8 +73,10 @@ static void fetch_flush(struct fetch *f)
     int64_t cached = specx_cached_pages(f->fd, off, len);
     if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len))
         return;
-    specx_horizon_wait(specx.ctl, specx.horizon);
     bool dry = specx_trust_dry();
+    if (dry && specx_trust_pending(specx.ctl, f->st->st_dev, f->st->st_ino, off, len))
+        return; /* predicted already: what "in flight" is to a live copy (trust.h) */
+    specx_horizon_wait(specx.ctl, specx.horizon);
     specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
     if (dry) /* a copy on probation only predicts (trust.h) */
         return;

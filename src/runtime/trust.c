@@ -69,6 +69,21 @@ bool specx_trust_predicted(const struct specx_control *ctl, uint32_t from, uint6
     return false;
 }
 
+bool specx_trust_pending(const struct specx_control *ctl, uint64_t dev, uint64_t ino,
+                         uint64_t off, uint64_t len)
+{
+    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
+    for (uint32_t seq = first_live_record(ctl, passed, issued); seq != issued; seq++) {
+        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        if (rec->seq == seq && !__atomic_load_n(&rec->consumed, __ATOMIC_RELAXED) &&
+            rec->dev == dev && rec->ino == ino && rec->off <= off &&
+            off + len <= rec->off + rec->len)
+            return true;
+    }
+    return false;
+}
+
 static double decayed(double old, unsigned fresh)
 {
     return (1.0 - TRUST_ALPHA) * old + TRUST_ALPHA * (double)fresh;

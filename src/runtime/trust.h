@@ -54,6 +54,14 @@ bool specx_trust_earned(struct specx_tally so_far);
 /* Program side, before cloning: the mode of the next copy; the copy inherits it. */
 void specx_trust_set_dry(bool dry);
 
+/* Speculative side: is [off, off+len) of (dev, ino) inside a prediction this copy logged
+ * that the program has not reached yet? A live copy that reads again what it prefetched finds
+ * it in flight and issues nothing; a dry copy must log nothing either, or a copy stuck
+ * re-reading one block (it got no data, so its next offset is stale) would count as many
+ * predictions read when the program reads that block once. */
+bool specx_trust_pending(const struct specx_control *ctl, uint64_t dev, uint64_t ino,
+                         uint64_t off, uint64_t len);
+
 /* Speculative side: does this copy only log predictions? */
 bool specx_trust_dry(void);
 

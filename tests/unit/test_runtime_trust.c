@@ -29,6 +29,18 @@ static void test_tally_counts_read_and_passed_records(void)
     CHECK(!specx_trust_predicted(ctl, 2, 1, 2, 0, 10)); /* an earlier copy's record */
 }
 
+static void test_pending_predictions_are_not_logged_twice(void)
+{
+    struct specx_control *ctl = specx_control_create();
+    CHECK(ctl);
+    specx_log_prefetch(ctl, 1, 7, 8192, 8192, 0, true);
+    CHECK(specx_trust_pending(ctl, 1, 7, 8192, 4096));
+    CHECK(!specx_trust_pending(ctl, 1, 7, 12288, 8192)); /* only partly predicted */
+    CHECK(!specx_trust_pending(ctl, 1, 8, 8192, 4096));  /* another file */
+    specx_log_consume(ctl, 1, 7, 8192, 100);
+    CHECK(!specx_trust_pending(ctl, 1, 7, 8192, 4096)); /* read: predicting it again is new */
+}
+
 static void test_no_history_starts_dry_and_two_hits_promote(void)
 {
     specx.pid = 2;
@@ -67,6 +79,7 @@ static void test_copies_that_predict_nothing_change_nothing(void)
 int main(void)
 {
     test_tally_counts_read_and_passed_records();
+    test_pending_predictions_are_not_logged_twice();
     test_no_history_starts_dry_and_two_hits_promote();
     test_inaccurate_copies_lose_trust_and_regain_it();
     test_copies_that_predict_nothing_change_nothing();
