@@ -40,18 +40,27 @@ static bool owns_state(void)
     return specx.role == SPECX_ROLE_NORMAL && getpid() == specx.pid;
 }
 
+/* Whether speculation was allowed before an exec that may fail. */
+static bool allowed_before_exec;
+
+/* No speculative process may be made between here and the exec (by a read in a signal
+ * handler): it would outlive the image that made it. */
 static void before_exec(void)
 {
     if (!owns_state())
         return;
+    allowed_before_exec = specx.spec_allowed;
+    specx.spec_allowed = false;
     specx_spec_stop();
     specx_stats_finish(specx.slot);
 }
 
 static int after_failed_exec(int ret)
 {
-    if (owns_state())
+    if (owns_state()) {
         specx_stats_resume(specx.slot);
+        specx.spec_allowed = allowed_before_exec;
+    }
     return ret;
 }
 
