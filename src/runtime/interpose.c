@@ -6,6 +6,7 @@
  * large-file default would rename the first of each pair into the second. On 64-bit Linux
  * both take the same 64-bit off_t. */
 #undef _FILE_OFFSET_BITS
+#include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -34,35 +35,27 @@ EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 
 EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-    if (off < 0)
-        return REAL(pread)(fd, buf, n, off); /* invalid offset: the real function reports it */
     struct iovec iov = { buf, n };
-    SPECX_READ_WRAPPER(fd, &iov, 1, off, REAL(pread)(fd, buf, n, off));
+    SPECX_READ_WRAPPER(fd, &iov, 1, SPECX_EXPLICIT(off), REAL(pread)(fd, buf, n, off));
 }
 
 EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-    if (off < 0)
-        return REAL(pread64)(fd, buf, n, off); /* invalid offset: the real function reports it */
     struct iovec iov = { buf, n };
-    SPECX_READ_WRAPPER(fd, &iov, 1, off, REAL(pread64)(fd, buf, n, off));
+    SPECX_READ_WRAPPER(fd, &iov, 1, SPECX_EXPLICIT(off), REAL(pread64)(fd, buf, n, off));
 }
 
 EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-    if (off < 0)
-        return REAL(pread_chk)(fd, buf, n, off, buflen); /* invalid offset: the real function reports it */
     struct iovec iov = { buf, n <= buflen ? n : 0 };
-    SPECX_READ_WRAPPER(fd, &iov, 1, off,
+    SPECX_READ_WRAPPER(fd, &iov, 1, SPECX_EXPLICIT(off),
                        REAL(pread_chk)(fd, buf, n, off, buflen));
 }
 
 EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-    if (off < 0)
-        return REAL(pread64_chk)(fd, buf, n, off, buflen); /* invalid offset: the real function reports it */
     struct iovec iov = { buf, n <= buflen ? n : 0 };
-    SPECX_READ_WRAPPER(fd, &iov, 1, off,
+    SPECX_READ_WRAPPER(fd, &iov, 1, SPECX_EXPLICIT(off),
                        REAL(pread64_chk)(fd, buf, n, off, buflen));
 }
 
@@ -73,24 +66,20 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 
 EXPORT ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
-    if (off < 0)
-        return REAL(preadv)(fd, iov, iovcnt, off); /* invalid offset: the real function reports it */
-    SPECX_READ_WRAPPER(fd, iov, iovcnt, off,
+    SPECX_READ_WRAPPER(fd, iov, iovcnt, SPECX_EXPLICIT(off),
                        REAL(preadv)(fd, iov, iovcnt, off));
 }
 
 EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
-    if (off < 0)
-        return REAL(preadv64)(fd, iov, iovcnt, off); /* invalid offset: the real function reports it */
-    SPECX_READ_WRAPPER(fd, iov, iovcnt, off,
+    SPECX_READ_WRAPPER(fd, iov, iovcnt, SPECX_EXPLICIT(off),
                        REAL(preadv64)(fd, iov, iovcnt, off));
 }
 
-/* preadv2 with offset -1 reads at the file offset, like readv. */
+/* preadv2 with offset -1 reads at the file offset, like readv; below -1 it is invalid. */
 EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
 {
-    if ((flags & RWF_NOWAIT) || off < -1)
+    if (flags & RWF_NOWAIT)
         return REAL(preadv2)(fd, iov, iovcnt, off, flags);
     SPECX_READ_WRAPPER(fd, iov, iovcnt, off,
                        REAL(preadv2)(fd, iov, iovcnt, off, flags));
@@ -98,7 +87,7 @@ EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t off, i
 
 EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
 {
-    if ((flags & RWF_NOWAIT) || off < -1)
+    if (flags & RWF_NOWAIT)
         return REAL(preadv64v2)(fd, iov, iovcnt, off, flags);
     SPECX_READ_WRAPPER(fd, iov, iovcnt, off,
                        REAL(preadv64v2)(fd, iov, iovcnt, off, flags));
@@ -111,4 +100,18 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n)
     if (specx.role == SPECX_ROLE_SPEC && (fd == STDOUT_FILENO || fd == STDERR_FILENO))
         return (ssize_t)n;
     return REAL(write)(fd, buf, n);
+}
+
+/* Readahead advice the program gives a descriptor is its own: from then on the runtime no
+ * longer switches that descriptor between RANDOM and NORMAL (readpath.c). */
+EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+{
+    specx_note_program_advice(fd, advice);
+    return REAL(posix_fadvise)(fd, off, len, advice);
+}
+
+EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
+{
+    specx_note_program_advice(fd, advice);
+    return REAL(posix_fadvise64)(fd, off, len, advice);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "real.h"
 #include "residency.h"
 #include "runtime.h"
 #include "spec.h"
@@ -30,6 +31,7 @@ struct fd_advice {
     uint64_t dev, ino;
     uint8_t hits;
     bool random;
+    bool by_program; /* the program set its own advice: not ours to change */
 };
 static struct fd_advice advice[ADVISED_FDS];
 
@@ -49,12 +51,34 @@ static uint64_t iov_total(const struct iovec *iov, int iovcnt)
 
 static void set_advice(int fd, struct fd_advice *a, bool random)
 {
-    posix_fadvise(fd, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_NORMAL);
+    REAL(posix_fadvise)(fd, 0, 0, random ? POSIX_FADV_RANDOM : POSIX_FADV_NORMAL);
     a->random = random;
     if (random)
         SPECX_COUNT(fadv_random, 1);
     else
         SPECX_COUNT(fadv_normal, 1);
+}
+
+/* The entry of fd, afresh when the descriptor number now stands for another file. */
+static struct fd_advice *advice_of(int fd, const struct stat *st)
+{
+    struct fd_advice *a = &advice[fd];
+    if (a->dev != st->st_dev || a->ino != st->st_ino)
+        *a = (struct fd_advice){ .dev = st->st_dev, .ino = st->st_ino };
+    return a;
+}
+
+void specx_note_program_advice(int fd, int kind)
+{
+    struct stat st;
+    if (kind != POSIX_FADV_NORMAL && kind != POSIX_FADV_RANDOM && kind != POSIX_FADV_SEQUENTIAL)
+        return;
+    if (specx.role != SPECX_ROLE_NORMAL || fd < 0 || fd >= ADVISED_FDS || busy)
+        return;
+    int saved = errno;
+    if (fstat(fd, &st) == 0)
+        advice_of(fd, &st)->by_program = true;
+    errno = saved;
 }
 
 /* §4.1.2: while the speculative process's prefetches keep serving a descriptor, the kernel's
@@ -63,9 +87,9 @@ static void adjust_readahead(int fd, const struct stat *st, bool served_by_spec,
 {
     if (fd < 0 || fd >= ADVISED_FDS)
         return;
-    struct fd_advice *a = &advice[fd];
-    if (a->dev != st->st_dev || a->ino != st->st_ino)
-        *a = (struct fd_advice){ .dev = st->st_dev, .ino = st->st_ino };
+    struct fd_advice *a = advice_of(fd, st);
+    if (a->by_program)
+        return;
     if (served_by_spec) {
         if (a->hits < HITS_BEFORE_RANDOM)
             a->hits++;
@@ -146,7 +170,7 @@ static enum specx_read_action check_spec_read(struct specx_read *r, int fd)
  * answers 0 pages for pipes and devices) and its size (pages past EOF are never cached). */
 static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t want, off_t off)
 {
-    if (off < 0 && (off = lseek(fd, 0, SEEK_CUR)) < 0)
+    if (off == SPECX_AT_FILE_OFFSET && (off = lseek(fd, 0, SEEK_CUR)) < 0)
         return SPECX_READ_PASS; /* pipes, sockets, terminals */
     int64_t cached = specx_cached_pages(fd, (uint64_t)off, want);
     if (cached < 0)
@@ -188,7 +212,7 @@ static enum specx_read_action time_read(struct specx_read *r, int fd)
 enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const struct iovec *iov,
                                         int iovcnt, off_t off)
 {
-    if (specx.role == SPECX_ROLE_OFF || busy)
+    if (specx.role == SPECX_ROLE_OFF || busy || off < SPECX_AT_FILE_OFFSET)
         return SPECX_READ_PASS;
     busy = true;
     int saved = errno;

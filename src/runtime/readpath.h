@@ -28,10 +28,20 @@ struct specx_read {
     uint64_t t0;
 };
 
-/* off < 0: the call reads at the file offset. */
+/* The offset argument of the read path: >= 0 an explicit offset; SPECX_AT_FILE_OFFSET for a
+ * call that reads at the file offset; anything below is invalid (the real function reports
+ * it). The p-variants' offsets are never "at the file offset": SPECX_EXPLICIT maps their
+ * negative offsets to an invalid one. */
+#define SPECX_AT_FILE_OFFSET ((off_t)-1)
+#define SPECX_EXPLICIT(off) ((off) < 0 ? SPECX_AT_FILE_OFFSET - 1 : (off))
+
 enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const struct iovec *iov,
                                         int iovcnt, off_t off);
 void specx_read_end(const struct specx_read *r);
+
+/* The program advised the kernel on fd's access pattern (posix_fadvise): leave its readahead
+ * setting alone. Other kinds of advice (WILLNEED, DONTNEED, NOREUSE) change nothing. */
+void specx_note_program_advice(int fd, int advice);
 
 /* Speculative process: performs the read as a prefetch (§4.1.2). */
 ssize_t specx_prefetch_read(const struct specx_read *r, const struct iovec *iov, int iovcnt,

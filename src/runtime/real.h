@@ -21,6 +21,8 @@ struct specx_real {
     ssize_t (*pread_chk)(int, void *, size_t, off_t, size_t);
     ssize_t (*pread64_chk)(int, void *, size_t, off_t, size_t);
     ssize_t (*write)(int, const void *, size_t);
+    int (*posix_fadvise)(int, off_t, off_t, int);
+    int (*posix_fadvise64)(int, off_t, off_t, int);
     size_t (*fread)(void *, size_t, size_t, FILE *);
     size_t (*fread_unlocked)(void *, size_t, size_t, FILE *);
     char *(*fgets)(char *, int, FILE *);

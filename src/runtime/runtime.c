@@ -38,6 +38,8 @@ void specx_resolve_real(void)
     RESOLVE(pread_chk, "__pread_chk");
     RESOLVE(pread64_chk, "__pread64_chk");
     RESOLVE(write, "write");
+    RESOLVE(posix_fadvise, "posix_fadvise");
+    RESOLVE(posix_fadvise64, "posix_fadvise64");
     RESOLVE(fread, "fread");
     RESOLVE(fread_unlocked, "fread_unlocked");
     RESOLVE(fgets, "fgets");
