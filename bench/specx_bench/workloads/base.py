@@ -47,7 +47,7 @@ class Workload:
 
     def command(self, root, params, scratch):
         """The timed Command, with ROOT the data set as seen through slowfs and SCRATCH a
-        private directory on the local disk for output."""
+        private directory for output (in memory when /dev/shm is there: runner.py)."""
         raise NotImplementedError
 
     @contextlib.contextmanager

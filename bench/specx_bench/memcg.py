@@ -1,0 +1,123 @@
+"""A memory cgroup around a timed run: real memory pressure for the out-of-core workloads
+(issue 4: the data set must not fit), on cgroup v1 (the memory controller of these machines)
+and v2 (most users' systems). The group is made for one run and removed afterwards, also when
+the run fails."""
+import contextlib
+import dataclasses
+import os
+
+V1, V2 = "v1", "v2"
+
+
+@dataclasses.dataclass(frozen=True)
+class Hierarchy:
+    version: str
+    root: str     # mount point of the hierarchy that has the memory controller
+    parent: str   # cgroup directory under which run groups are made
+
+
+MOUNTS = "/proc/self/mounts"
+OWN_CGROUP = "/proc/self/cgroup"
+
+
+def _mounts(mounts_file):
+    with open(mounts_file) as f:
+        for line in f:
+            device, mountpoint, fstype, options = line.split()[:4]
+            yield mountpoint, fstype, options.split(",")
+
+
+def _own_cgroup(version, cgroup_file):
+    """This process's cgroup path in the v1 memory hierarchy or in the v2 hierarchy."""
+    with open(cgroup_file) as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if (version == V2 and controllers == "") or \
+                    (version == V1 and "memory" in controllers.split(",")):
+                return path
+    return "/"
+
+
+def _v2_parent(root, cgroup_file):
+    """Where v2 run groups can have the memory controller: our own cgroup when memory can be
+    delegated below it, else the hierarchy's root (v2 forbids controllers below a group that
+    holds processes, which our own usually does)."""
+    own = os.path.normpath(os.path.join(root, _own_cgroup(V2, cgroup_file).lstrip("/")))
+    for candidate in (own, root):
+        control = os.path.join(candidate, "cgroup.subtree_control")
+        try:
+            with open(control) as f:
+                if "memory" in f.read().split():
+                    return candidate
+            with open(control, "w") as f:
+                f.write("+memory")
+            return candidate
+        except OSError:
+            continue
+    return None
+
+
+def find(mounts_file=MOUNTS, cgroup_file=OWN_CGROUP):
+    """The hierarchy to use (v2 when its memory controller is available, else v1), or None."""
+    mounts = list(_mounts(mounts_file))
+    for mountpoint, fstype, _ in mounts:
+        if fstype == "cgroup2":
+            try:
+                with open(os.path.join(mountpoint, "cgroup.controllers")) as f:
+                    has_memory = "memory" in f.read().split()
+            except OSError:
+                has_memory = False
+            parent = _v2_parent(mountpoint, cgroup_file) if has_memory else None
+            if parent:
+                return Hierarchy(V2, mountpoint, parent)
+    for mountpoint, fstype, options in mounts:
+        if fstype == "cgroup" and "memory" in options:
+            own = _own_cgroup(V1, cgroup_file).lstrip("/")
+            return Hierarchy(V1, mountpoint, os.path.normpath(os.path.join(mountpoint, own)))
+    return None
+
+
+def _limit_file(version):
+    return "memory.max" if version == V2 else "memory.limit_in_bytes"
+
+
+@dataclasses.dataclass
+class Group:
+    path: str
+    version: str
+
+    def add(self, pid=0):
+        """Moves process PID (0: the caller) into the group; used as a child's preexec_fn."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(pid or os.getpid()))
+
+    def limit(self):
+        with open(os.path.join(self.path, _limit_file(self.version))) as f:
+            return int(f.read())
+
+    def peak_bytes(self):
+        """Most memory the group used (None when the kernel does not say)."""
+        name = "memory.peak" if self.version == V2 else "memory.max_usage_in_bytes"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            return None
+
+
+@contextlib.contextmanager
+def limited(name, limit_bytes, hierarchy=None):
+    """A fresh memory cgroup NAME limited to LIMIT_BYTES, removed when the block ends (its
+    processes must have ended by then). Raises OSError with a one-line reason when none can
+    be made."""
+    hierarchy = hierarchy or find()
+    if hierarchy is None:
+        raise OSError("no cgroup hierarchy with the memory controller is mounted")
+    path = os.path.join(hierarchy.parent, name)
+    os.mkdir(path)
+    try:
+        with open(os.path.join(path, _limit_file(hierarchy.version)), "w") as f:
+            f.write(str(limit_bytes))
+        yield Group(path, hierarchy.version)
+    finally:
+        os.rmdir(path)

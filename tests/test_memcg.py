@@ -1,0 +1,68 @@
+"""Memory cgroups for the out-of-core workloads (bench/specx_bench/memcg.py): a real group on
+this machine's hierarchy (v1 here), and the v2 path on a hierarchy laid out in a directory."""
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+from specx_bench import memcg  # noqa: E402
+
+MiB = 1 << 20
+
+
+@pytest.mark.root
+def test_a_run_group_is_real_enforced_and_removed():
+    if memcg.find() is None:
+        pytest.skip("no cgroup hierarchy with the memory controller on this machine")
+    name = f"specx-test-{uuid.uuid4().hex[:8]}"
+    with memcg.limited(name, 32 * MiB) as group:
+        assert group.limit() == 32 * MiB
+        inside = subprocess.run(["cat", "/proc/self/cgroup"], preexec_fn=group.add,
+                                capture_output=True, text=True, check=True).stdout
+        assert name in inside
+        # 128 MiB of anonymous memory touched in a 32 MiB group: reclaimed to swap if there
+        # is any, else the group's OOM killer ends it. Either way the limit holds.
+        hog = subprocess.run([sys.executable, "-c",
+                              "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+                              "print('done')"],
+                             preexec_fn=group.add, capture_output=True, text=True)
+        assert hog.returncode == -9 or (group.peak_bytes() or 0) <= 33 * MiB
+    assert not os.path.exists(group.path)
+
+
+def fake_hierarchy(tmp_path, own="/"):
+    root = tmp_path / "unified"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text("\n")
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"cgroup2 {root} cgroup2 rw,relatime 0 0\n")
+    own_file = tmp_path / "cgroup"
+    own_file.write_text(f"0::{own}\n")
+    return root, mounts, own_file
+
+
+def test_v2_hierarchy_is_found_and_memory_delegated(tmp_path):
+    root, mounts, own = fake_hierarchy(tmp_path)
+    hierarchy = memcg.find(str(mounts), str(own))
+    assert hierarchy == memcg.Hierarchy(memcg.V2, str(root), str(root))
+    assert "+memory" in (root / "cgroup.subtree_control").read_text()
+    with memcg.limited("run", 64 * MiB, hierarchy) as group:
+        assert (root / "run" / "memory.max").read_text() == str(64 * MiB)
+        assert group.version == memcg.V2
+        (root / "run" / "memory.max").unlink()  # cgroupfs's rmdir takes the files along
+    assert not (root / "run").exists()
+
+
+def test_v1_memory_hierarchy_is_used_below_our_own_group(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("cgroup2 /nonexistent cgroup2 rw 0 0\n"
+                      f"cgroup {tmp_path}/memory cgroup rw,relatime,memory 0 0\n")
+    own = tmp_path / "cgroup"
+    own.write_text("4:memory:/jobs/a\n0::/\n")
+    hierarchy = memcg.find(str(mounts), str(own))
+    assert hierarchy == memcg.Hierarchy(memcg.V1, f"{tmp_path}/memory",
+                                        f"{tmp_path}/memory/jobs/a")
