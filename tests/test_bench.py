@@ -376,3 +376,18 @@ def test_speculation_table_reports_medians_of_specx_runs():
     row = [line for line in table.splitlines() if line.startswith("| grep | specx")][0]
     assert "| 20 |" in row and "| 50% |" in row and "2 / 2 / 1.00 s" in row
     assert report.speculation_table([_workload("grep", [_run("cold", 9.0)])]) is None
+
+
+@pytest.mark.root
+def test_out_of_core_workload_runs_in_its_memory_cgroup(specx, data_dir):
+    out = data_dir / "out"
+    proc = run_specx("bench", "matvec", "--scale", "test", "--runs", "1", "--warm-runs", "1",
+                     "--modes", "cold", "--no-read-calls", FAST, "--data-dir", data_dir,
+                     "--out", out, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (mv,) = json.loads((out / "results.json").read_text())["workloads"]
+    (run,) = mv["runs"]
+    assert run["ok"]
+    assert run["memory_cgroup"]["limit_bytes"] == WORKLOADS["matvec"].scales["test"]["memory_limit_mb"] << 20
+    assert 0 < (run["memory_cgroup"]["peak_bytes"] or 1) <= run["memory_cgroup"]["limit_bytes"]
+    assert "checksum" in (out / "logs" / run["log"]).read_text()

@@ -1,5 +1,6 @@
 """Running a workload: cold or warm page cache, one timed process, its resource usage and the
 device's share, repeated per mode and run."""
+import contextlib
 import dataclasses
 import os
 import pwd
@@ -9,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from . import datasets, modes, readcalls, resident, slowfs
+from . import datasets, memcg, modes, readcalls, resident, slowfs
 
 
 @dataclasses.dataclass
@@ -37,15 +38,17 @@ def drop_caches():
         f.write("3\n")
 
 
-def run_command(cmd, log_path):
-    """Runs CMD with output to LOG_PATH; returns (exit status, elapsed seconds, rusage)."""
+def run_command(cmd, log_path, group=None):
+    """Runs CMD with output to LOG_PATH, in memory cgroup GROUP if given; returns (exit
+    status, elapsed seconds, rusage)."""
     with open(log_path, "ab") as log:
         log.write(f"$ {' '.join(cmd.argv)}\n".encode())
         log.flush()
         started = time.perf_counter()
         proc = subprocess.Popen(cmd.argv, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=cmd.cwd, user=cmd.user,
-                                group=_group_of(cmd.user), extra_groups=[] if cmd.user else None)
+                                group=_group_of(cmd.user), extra_groups=[] if cmd.user else None,
+                                preexec_fn=group.add if group else None)
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         except BaseException:
@@ -68,6 +71,20 @@ def _group_of(user):
     return pwd.getpwnam(user).pw_gid if user else None
 
 
+@contextlib.contextmanager
+def memory_limit(params, tag):
+    """The memory cgroup a run of an out-of-core workload runs in (its scale's
+    memory_limit_mb), or None."""
+    limit_mb = params.get("memory_limit_mb")
+    with contextlib.ExitStack() as stack:
+        try:
+            group = stack.enter_context(memcg.limited(f"specx-bench-{tag}-{os.getpid()}",
+                                                      limit_mb << 20)) if limit_mb else None
+        except OSError as e:
+            raise SystemExit(f"specx bench: cannot limit the memory of {tag}: {e}") from None
+        yield group
+
+
 def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     """One timed run of WORKLOAD in MODE; returns its record."""
     tag = f"{workload.name}-{mode.name}-{index + 1}"
@@ -86,14 +103,18 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
         if not workload.server:
             cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
         before = slowfs.stats(mountpoint)
-        status, elapsed, usage = run_command(cmd, log)
+        with memory_limit(params, tag) as group:
+            status, elapsed, usage = run_command(cmd, log, group)
+            memory = {"limit_bytes": group.limit(), "peak_bytes": group.peak_bytes()} \
+                if group else None
         after = slowfs.stats(mountpoint)
     record = {
         "workload": workload.name, "mode": mode.name, "run": index + 1,
         "elapsed_s": round(elapsed, 4), "exit_status": status, "ok": status in cmd.ok_codes,
         "user_s": round(usage.ru_utime, 4), "sys_s": round(usage.ru_stime, 4),
         "major_faults": usage.ru_majflt, "max_rss_kb": usage.ru_maxrss,
-        "device": slowfs.stats_diff(before, after), "log": os.path.basename(log),
+        "device": slowfs.stats_diff(before, after), "memory_cgroup": memory,
+        "log": os.path.basename(log),
         "report": None, "stalls": None, "stall_s": None,
     }
     if os.path.exists(report):

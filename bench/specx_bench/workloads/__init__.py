@@ -2,8 +2,9 @@
 from .chase import Chase
 from .grep import Grep
 from .ld import Ld
+from .matvec import Matvec
 from .postgres import Postgres
 from .sqlite import Sqlite
 from .xds import Xds
 
-WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase())}
+WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec())}
