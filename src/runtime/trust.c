@@ -31,9 +31,9 @@ static void own_estimate(void)
     }
 }
 
-/* The records [from, issued) still in the ring: a long-lived copy's oldest ones are
- * overwritten, and were judged by their reads long ago. */
-static uint32_t first_live_record(const struct specx_control *ctl, uint32_t from, uint32_t issued)
+/* The first of the records [from, issued) still in the ring: only a copy's newest
+ * SPECX_LOG_SIZE records are tallied, the older ones are overwritten. */
+static uint32_t first_live_record(uint32_t from, uint32_t issued)
 {
     return issued - from > SPECX_LOG_SIZE ? issued - SPECX_LOG_SIZE : from;
 }
@@ -44,7 +44,7 @@ struct specx_tally specx_trust_tally(const struct specx_control *ctl, uint32_t f
     uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
     uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
     struct specx_tally t = { 0, 0 };
-    for (uint32_t seq = first_live_record(ctl, from, issued); seq != issued; seq++) {
+    for (uint32_t seq = first_live_record(from, issued); seq != issued; seq++) {
         const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
         if (rec->seq != seq)
             continue;
@@ -60,7 +60,7 @@ bool specx_trust_predicted(const struct specx_control *ctl, uint32_t from, uint6
                            uint64_t ino, uint64_t off, uint64_t len)
 {
     uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
-    for (uint32_t seq = first_live_record(ctl, from, issued); seq != issued; seq++) {
+    for (uint32_t seq = first_live_record(from, issued); seq != issued; seq++) {
         const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
         if (rec->seq == seq && rec->consumed && rec->dev == dev && rec->ino == ino &&
             rec->off < off + len && off < rec->off + rec->len)
@@ -74,7 +74,7 @@ bool specx_trust_pending(const struct specx_control *ctl, uint64_t dev, uint64_t
 {
     uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
     uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
-    for (uint32_t seq = first_live_record(ctl, passed, issued); seq != issued; seq++) {
+    for (uint32_t seq = first_live_record(passed, issued); seq != issued; seq++) {
         const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
         if (rec->seq == seq && !__atomic_load_n(&rec->consumed, __ATOMIC_RELAXED) &&
             rec->dev == dev && rec->ino == ino && rec->off <= off &&
