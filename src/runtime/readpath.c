@@ -18,9 +18,9 @@
  * switched off on that descriptor (§4.1.2: the default heuristics are then redundant). */
 #define HITS_BEFORE_RANDOM 2
 #define ADVISED_FDS 1024
-/* Cached reads in a row after which reads are only timed, not checked: a program whose data
- * is in memory then pays two clock reads per read instead of two or three system calls (the
- * warm-cache bar, specx/plain <= 1.03). The first slow read ends the run; nothing speculates
+/* Cached reads in a row after which reads are only timed, not checked (with no speculative
+ * process about): a program whose data is in memory then pays two clock reads per read
+ * instead of two or three system calls (the warm-cache bar, specx/plain <= 1.03). The first slow read ends the run; nothing speculates
  * on it and it is not counted (it may have been a pipe): one unhidden, uncounted stall each
  * time the program returns from cached data to the disk. */
 #define HITS_BEFORE_TIMING_ONLY 64u
@@ -117,10 +117,13 @@ static bool prefetches_outstanding(void)
                             __atomic_load_n(&specx.ctl->passed, __ATOMIC_ACQUIRE);
 }
 
+/* Only while no speculative process exists: one that has caught up for a moment will go on
+ * prefetching, and reads it serves must reach the prefetch log or its horizon never moves
+ * (it parks, and the program meets the disk again). */
 static bool timing_only(void)
 {
     return __atomic_load_n(&hits_in_a_row, __ATOMIC_RELAXED) >= HITS_BEFORE_TIMING_ONLY &&
-           !prefetches_outstanding();
+           specx.child <= 0 && !prefetches_outstanding();
 }
 
 static void count_hit_run(bool miss)
