@@ -80,6 +80,8 @@ void run_report_table(FILE *out, const struct run_result *r)
             "copy-on-write faults of the program", t->minflt);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " ended, %" PRIu64 " could not be sandboxed\n",
             "speculative processes created", t->spec_created, t->spec_ended, t->spec_failed);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predictions logged, kept from the disk\n",
+            "  dry (predicting only, until trusted)", t->spec_dry, t->spec_predictions);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",
             "readahead switches", t->fadv_random + t->fadv_normal, t->fadv_random,
             t->fadv_normal);

@@ -78,8 +78,10 @@ static void fetch_flush(struct fetch *f)
         return; /* predicted already: what "in flight" is to a live copy (trust.h) */
     specx_horizon_wait(specx.ctl, specx.horizon);
     specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
-    if (dry) /* a copy on probation only predicts (trust.h) */
+    if (dry) { /* a copy on probation only predicts (trust.h) */
+        SPECX_COUNT(spec_predictions, 1);
         return;
+    }
     specx_start_read(f->fd, off, len);
     SPECX_COUNT(spec_prefetches, 1);
     SPECX_COUNT(spec_bytes, len);

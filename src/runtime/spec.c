@@ -246,6 +246,8 @@ static bool clone_speculative(void)
     child_start = specx_copy_start_time(specx.child);
     child_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
+    if (child_dry)
+        SPECX_COUNT(spec_dry, 1);
     return false;
 }
 

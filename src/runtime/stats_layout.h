@@ -33,6 +33,8 @@
     X(spec_created,      "speculative processes created") \
     X(spec_ended,        "speculative processes ended") \
     X(spec_failed,       "speculative processes that could not enter the sandbox") \
+    X(spec_dry,          "of those created, dry ones: they only predict (trust.h, §6.1)") \
+    X(spec_predictions,  "would-be prefetches dry speculative processes logged, not issued") \
     X(fadv_random,       "descriptors switched to POSIX_FADV_RANDOM") \
     X(fadv_normal,       "descriptors switched back to POSIX_FADV_NORMAL") \
     X(minflt,            "minor page faults of the program (getrusage; includes copy-on-write)")
