@@ -20,9 +20,10 @@
 #define ADVISED_FDS 1024
 /* Cached reads in a row after which reads are only timed, not checked (with no speculative
  * process about): a program whose data is in memory then pays two clock reads per read
- * instead of two or three system calls (the warm-cache bar, specx/plain <= 1.03). The first slow read ends the run; nothing speculates
- * on it and it is not counted (it may have been a pipe): one unhidden, uncounted stall each
- * time the program returns from cached data to the disk. */
+ * instead of two or three system calls (the warm-cache bar, specx/plain <= 1.03). The first
+ * slow read ends the run; nothing speculates on it and it is not counted (it may have been a
+ * pipe): one unhidden, uncounted stall each time the program returns from cached data to the
+ * disk. */
 #define HITS_BEFORE_TIMING_ONLY 64u
 
 /* Per-descriptor readahead state we set, tagged with the file so a reused descriptor
@@ -102,8 +103,6 @@ static void adjust_readahead(int fd, const struct stat *st, bool served_by_spec,
     }
 }
 
-/* Matches the read against the speculative process's prefetch log (Table 2's "used" and
- * "unused" prefetches) and moves its horizon on. */
 static bool prefetches_issued(void)
 {
     return specx.ctl && __atomic_load_n(&specx.ctl->issued, __ATOMIC_ACQUIRE);
@@ -134,6 +133,8 @@ static void count_hit_run(bool miss)
         __atomic_fetch_add(&hits_in_a_row, 1, __ATOMIC_RELAXED);
 }
 
+/* Matches the read against the speculative process's prefetch log (Table 2's "used" and
+ * "unused" prefetches) and moves its horizon on. */
 static void track_prefetches(struct specx_read *r, const struct stat *st)
 {
     unsigned n = specx_log_consume(specx.ctl, st->st_dev, st->st_ino, r->off, r->len);
