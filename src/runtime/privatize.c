@@ -2,6 +2,7 @@
  * restriction). See privatize.h. Only system calls here: the caller is a child cloned from a
  * possibly multithreaded program, so malloc and stdio locks may be held by threads it lost. */
 #include "privatize.h"
+#include "maps.h"
 #include "proc_path.h"
 
 #include <errno.h>
@@ -154,107 +155,9 @@ int specx_privatize_fds(void)
 /* Set by specx_privatize_mappings: see internal_shmem_dev. */
 static dev_t shmem_dev;
 
-struct mapping {
-    unsigned long start, end, offset, inode;
-    dev_t dev;
-    int prot;
-    bool shared;
-    const char *path; /* inside the maps buffer, NUL-terminated; "" for anonymous */
-};
-
-static unsigned long parse_hex(const char **p)
-{
-    unsigned long v = 0;
-    for (;; (*p)++) {
-        char c = **p;
-        if (c >= '0' && c <= '9')
-            v = v * 16 + (unsigned long)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v = v * 16 + (unsigned long)(c - 'a' + 10);
-        else
-            return v;
-    }
-}
-
-static unsigned long parse_dec(const char **p)
-{
-    unsigned long v = 0;
-    for (; **p >= '0' && **p <= '9'; (*p)++)
-        v = v * 10 + (unsigned long)(**p - '0');
-    return v;
-}
-
-/* Parses one line of /proc/self/maps ("start-end perms offset maj:min inode   path"), which it
- * NUL-terminates in place. Returns the start of the next line. */
-static char *parse_maps_line(char *line, struct mapping *m)
-{
-    char *eol = strchr(line, '\n');
-    if (eol)
-        *eol = '\0';
-    const char *p = line;
-    m->start = parse_hex(&p);
-    p++;
-    m->end = parse_hex(&p);
-    p++;
-    m->prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
-              (p[2] == 'x' ? PROT_EXEC : 0);
-    m->shared = p[3] == 's';
-    p += 5;
-    m->offset = parse_hex(&p);
-    p++;
-    unsigned int maj = (unsigned int)parse_hex(&p);
-    p++;
-    unsigned int min = (unsigned int)parse_hex(&p);
-    m->dev = makedev(maj, min);
-    p++;
-    m->inode = parse_dec(&p);
-    while (*p == ' ')
-        p++;
-    m->path = p;
-    return eol ? eol + 1 : line + strlen(line);
-}
-
-/* Reads all of /proc/self/maps into a fresh anonymous mapping (*BUF of *SIZE bytes) at once,
- * so that remapping while parsing cannot shift the text under us. Returns the length or -errno. */
-static long read_maps(char **buf, size_t *size)
-{
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    *size = 1 << 18;
-    *buf = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    size_t len = 0;
-    long err = *buf == MAP_FAILED ? -ENOMEM : 0;
-    while (err == 0) {
-        if (len + 1 == *size) {
-            char *bigger = mremap(*buf, *size, *size * 2, MREMAP_MAYMOVE);
-            if (bigger == MAP_FAILED) {
-                err = -ENOMEM;
-                break;
-            }
-            *buf = bigger;
-            *size *= 2;
-        }
-        ssize_t n = read(fd, *buf + len, *size - len - 1);
-        if (n < 0)
-            err = -errno;
-        else if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    if (err != 0) {
-        if (*buf != MAP_FAILED)
-            munmap(*buf, *size);
-        return err;
-    }
-    (*buf)[len] = '\0';
-    return (long)len;
-}
-
 /* Opens PATH read-only if it is the regular file mapped by M. It is looked at before it is
  * opened: opening a device again runs its driver's open. Returns the descriptor or -1. */
-static int open_if_same_regular_file(const char *path, const struct mapping *m)
+static int open_if_same_regular_file(const char *path, const struct specx_mapping *m)
 {
     struct stat st;
     if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
@@ -269,7 +172,7 @@ static int open_if_same_regular_file(const char *path, const struct mapping *m)
  * regular): a private mapping of a device or an anonymous inode (io_uring rings) could still
  * reach the object, so the caller copies those (or, for devices, refuses). Returns the
  * descriptor or -1. */
-static int open_mapped_file(const struct mapping *m)
+static int open_mapped_file(const struct specx_mapping *m)
 {
     char map_file[SPECX_PROC_MAP_FILES_PATH_MAX];
     specx_proc_map_files_path(map_file, m->start, m->end);
@@ -354,7 +257,7 @@ static dev_t internal_shmem_dev(void)
 
 /* Whether M maps a device: reading device memory (registers) can itself be a side effect, so
  * such a mapping is not copied and the sandbox is refused instead. */
-static bool maps_device(const struct mapping *m)
+static bool maps_device(const struct specx_mapping *m)
 {
     struct stat st;
     return m->path[0] == '/' && stat(m->path, &st) == 0 &&
@@ -365,7 +268,7 @@ static bool maps_device(const struct mapping *m)
 /* Makes [start, end), a part of shared mapping M, private. A file-backed range is mapped again
  * MAP_PRIVATE from the same file: no data is copied or read, the child sees the same page-cache
  * pages until it writes (copy-on-write, exactly the paper's wording). */
-static int privatize_range(const struct mapping *m, unsigned long start, unsigned long end)
+static int privatize_range(const struct specx_mapping *m, unsigned long start, unsigned long end)
 {
     bool sparse = m->dev != 0 && m->dev == shmem_dev;
     int fd = open_mapped_file(m);
@@ -379,7 +282,7 @@ static int privatize_range(const struct mapping *m, unsigned long start, unsigne
 
 /* Privatizes [start, end) of M minus the KEEP regions (the runtime's control region stays
  * shared: it is how the child reports its prefetches). */
-static int privatize_outside(const struct mapping *m, unsigned long start, unsigned long end,
+static int privatize_outside(const struct specx_mapping *m, unsigned long start, unsigned long end,
                              const struct specx_region *keep, size_t nkeep)
 {
     unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
@@ -400,13 +303,13 @@ int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep)
     shmem_dev = internal_shmem_dev();
     char *buf = NULL;
     size_t size = 0;
-    long len = read_maps(&buf, &size);
+    long len = specx_maps_read(&buf, &size);
     if (len < 0)
         return (int)len;
     int err = 0;
     for (char *line = buf; err == 0 && *line;) {
-        struct mapping m;
-        line = parse_maps_line(line, &m);
+        struct specx_mapping m;
+        line = specx_maps_parse_line(line, &m);
         if (m.shared)
             err = privatize_outside(&m, m.start, m.end, keep, nkeep);
     }

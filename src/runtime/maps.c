@@ -1,0 +1,95 @@
+/* /proc/self/maps with system calls only (see maps.h). */
+#include "maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static unsigned long parse_hex(const char **p)
+{
+    unsigned long v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (unsigned long)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (unsigned long)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+static unsigned long parse_dec(const char **p)
+{
+    unsigned long v = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++)
+        v = v * 10 + (unsigned long)(**p - '0');
+    return v;
+}
+
+char *specx_maps_parse_line(char *line, struct specx_mapping *m)
+{
+    char *eol = strchr(line, '\n');
+    if (eol)
+        *eol = '\0';
+    const char *p = line;
+    m->start = parse_hex(&p);
+    p++;
+    m->end = parse_hex(&p);
+    p++;
+    m->prot = (p[0] == 'r' ? PROT_READ : 0) | (p[1] == 'w' ? PROT_WRITE : 0) |
+              (p[2] == 'x' ? PROT_EXEC : 0);
+    m->shared = p[3] == 's';
+    p += 5;
+    m->offset = parse_hex(&p);
+    p++;
+    unsigned int maj = (unsigned int)parse_hex(&p);
+    p++;
+    unsigned int min = (unsigned int)parse_hex(&p);
+    m->dev = makedev(maj, min);
+    p++;
+    m->inode = parse_dec(&p);
+    while (*p == ' ')
+        p++;
+    m->path = p;
+    return eol ? eol + 1 : line + strlen(line);
+}
+
+long specx_maps_read(char **buf, size_t *size)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    *size = 1 << 18;
+    *buf = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t len = 0;
+    long err = *buf == MAP_FAILED ? -ENOMEM : 0;
+    while (err == 0) {
+        if (len + 1 == *size) {
+            char *bigger = mremap(*buf, *size, *size * 2, MREMAP_MAYMOVE);
+            if (bigger == MAP_FAILED) {
+                err = -ENOMEM;
+                break;
+            }
+            *buf = bigger;
+            *size *= 2;
+        }
+        ssize_t n = read(fd, *buf + len, *size - len - 1);
+        if (n < 0)
+            err = -errno;
+        else if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (err != 0) {
+        if (*buf != MAP_FAILED)
+            munmap(*buf, *size);
+        return err;
+    }
+    (*buf)[len] = '\0';
+    return (long)len;
+}
