@@ -166,13 +166,10 @@ static int open_if_same_regular_file(const char *path, const struct specx_mappin
     return open_noatime(path, O_RDONLY | O_CLOEXEC);
 }
 
-/* Opens the file behind mapping M, read-only: through /proc/self/map_files (works for deleted
- * files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE), else by its
- * path if that still names the same inode. Only regular files qualify (shmem objects are
- * regular): a private mapping of a device or an anonymous inode (io_uring rings) could still
- * reach the object, so the caller copies those (or, for devices, refuses). Returns the
- * descriptor or -1. */
-static int open_mapped_file(const struct specx_mapping *m)
+/* See privatize.h. Only regular files qualify (shmem objects are regular): a private mapping
+ * of a device or an anonymous inode (io_uring rings) could still reach the object, so the
+ * caller copies those (or, for devices, refuses). */
+int specx_open_mapped_file(const struct specx_mapping *m)
 {
     char map_file[SPECX_PROC_MAP_FILES_PATH_MAX];
     specx_proc_map_files_path(map_file, m->start, m->end);
@@ -271,7 +268,7 @@ static bool maps_device(const struct specx_mapping *m)
 static int privatize_range(const struct specx_mapping *m, unsigned long start, unsigned long end)
 {
     bool sparse = m->dev != 0 && m->dev == shmem_dev;
-    int fd = open_mapped_file(m);
+    int fd = specx_open_mapped_file(m);
     if (fd < 0)
         return maps_device(m) ? -EPERM : copy_over(start, end - start, m->prot, sparse);
     void *at = mmap((void *)start, end - start, m->prot, MAP_PRIVATE | MAP_FIXED, fd,

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "maps.h"
 #include "sandbox.h"
 
 /* True for the file types a speculative process may open and read without anyone noticing:
@@ -32,6 +33,13 @@ bool specx_safe_to_read(int fd, const struct stat *st);
  * is meant for the parent. Descriptor numbers and close-on-exec flags stay the same.
  * Returns 0 or -errno. */
 int specx_privatize_fds(void);
+
+/* Opens the regular file behind mapping M read-only: through /proc/self/map_files (works for
+ * deleted files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE),
+ * else by its path if that still names the same inode. Returns the descriptor or -1. Used
+ * here to privatize shared file mappings, and by the speculative process's page-fault
+ * speculation (fault_spec.c) to prefetch a mapping's file and map it again. */
+int specx_open_mapped_file(const struct specx_mapping *m);
 
 /* Replaces every MAP_SHARED mapping except the KEEP regions with a private copy-on-write one at
  * the same address with the same protection and the same content. Returns 0 or -errno. */
