@@ -14,13 +14,15 @@
 static char stats_path[PATH_MAX];
 /* Where counts go when there is no statistics file to share them through. */
 static struct specx_stats_slot private_slot __attribute__((aligned(SPECX_STATS_PAGE)));
-/* Minor faults before this image started (they accumulate across exec). */
-static uint64_t minflt_at_start;
+/* Page faults before this image started (they accumulate across exec). */
+static uint64_t minflt_at_start, majflt_at_start;
 
-static uint64_t minor_faults(void)
+static struct rusage usage(void)
 {
     struct rusage ru;
-    return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_minflt : 0;
+    if (getrusage(RUSAGE_SELF, &ru) < 0)
+        memset(&ru, 0, sizeof ru);
+    return ru;
 }
 
 void specx_stats_init(void)
@@ -74,7 +76,9 @@ struct specx_stats_slot *specx_stats_claim(void)
         slot = &private_slot;
         memset(slot, 0, sizeof *slot);
     }
-    minflt_at_start = minor_faults();
+    struct rusage ru = usage();
+    minflt_at_start = (uint64_t)ru.ru_minflt;
+    majflt_at_start = (uint64_t)ru.ru_majflt;
     slot->ppid = getppid();
     slot->start_ns = specx_now_ns();
     strncpy(slot->argv0, program_invocation_name, sizeof slot->argv0 - 1);
@@ -90,7 +94,9 @@ void specx_stats_release(struct specx_stats_slot *slot)
 
 void specx_stats_finish(struct specx_stats_slot *slot)
 {
-    slot->minflt = minor_faults() - minflt_at_start;
+    struct rusage ru = usage();
+    slot->minflt = (uint64_t)ru.ru_minflt - minflt_at_start;
+    slot->majflt = (uint64_t)ru.ru_majflt - majflt_at_start;
     slot->end_ns = specx_now_ns();
     __atomic_fetch_or(&slot->flags, SPECX_SLOT_ENDED, __ATOMIC_RELEASE);
 }

@@ -37,7 +37,12 @@
     X(spec_predictions,  "would-be prefetches dry speculative processes logged, not issued") \
     X(fadv_random,       "descriptors switched to POSIX_FADV_RANDOM") \
     X(fadv_normal,       "descriptors switched back to POSIX_FADV_NORMAL") \
-    X(minflt,            "minor page faults of the program (getrusage; includes copy-on-write)")
+    X(minflt,            "minor page faults of the program (getrusage; includes copy-on-write)") \
+    X(majflt,            "major page faults of the program (getrusage): its page-fault stalls") \
+    X(fault_prefetches,  "page-fault prefetches: chunks of file mappings prefetched (fault_spec.h)") \
+    X(fault_bytes,       "bytes covered by page-fault prefetches") \
+    X(fault_used,        "page-fault prefetches the program touched afterwards (its pagemap)") \
+    X(fault_predictions, "would-be page-fault prefetches dry speculative processes logged")
 
 /* Why speculation was off in a process (slot flags). */
 enum specx_slot_flag {
