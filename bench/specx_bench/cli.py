@@ -131,6 +131,8 @@ def run_all(names, cfg, results):
         if name == VALIDATION:
             results["validation"] = validate.run(cfg)
             ok &= all(c["passed"] for c in results["validation"]["checks"])
+        elif skip := WORKLOADS[name].unavailable(cfg.data_dir):
+            print(f"specx bench: skipping {name}: {skip}", flush=True)
         else:
             w = {}
             results["workloads"].append(w)

@@ -5,6 +5,9 @@ from .ld import Ld
 from .matvec import Matvec
 from .postgres import Postgres
 from .sqlite import Sqlite
+from .stencil import Stencil
+from .swap import Swap
 from .xds import Xds
 
-WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec())}
+WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
+                                     Stencil(), Swap())}

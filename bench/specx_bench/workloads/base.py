@@ -32,6 +32,11 @@ class Workload:
     scales = {}
     server = False
 
+    def unavailable(self, data_dir):
+        """None when the workload can run on this machine, else a one-line reason to skip it
+        (e.g. no swap space can be made)."""
+        return None
+
     def generator_inputs(self):
         """Outside inputs that shape the generated data (e.g. the compiler's version): part of
         the data set's stamp, so that a change regenerates it."""
