@@ -105,10 +105,10 @@ def tree_digest(root):
     return seen
 
 
-def run_once(env, argv, speculate, stdin=STDIN, during=None):
+def run_once(env, argv, speculate, stdin=STDIN, during=None, options=()):
     """Runs ARGV in a fresh copy of the template from a cold cache, plainly or under
-    `specx run`. DURING(proc) runs in a thread while it runs. Returns (Outcome, statistics,
-    session id)."""
+    `specx run OPTIONS`. DURING(proc) runs in a thread while it runs. Returns (Outcome,
+    statistics, session id)."""
     work = env["top"] / "work"
     if work.exists():
         shutil.rmtree(work)
@@ -116,7 +116,7 @@ def run_once(env, argv, speculate, stdin=STDIN, during=None):
     stats_path = env["top"] / "stats.json"
     stats_path.unlink(missing_ok=True)
     if speculate:
-        argv = [str(SPECX), "run", "--json", str(stats_path), "--", *argv]
+        argv = [str(SPECX), "run", *options, "--json", str(stats_path), "--", *argv]
     make_cold(env["mnt"])
     # A session of its own: every process of the run, speculative copies included, is in it.
     proc = subprocess.Popen(argv, cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -137,11 +137,12 @@ def run_once(env, argv, speculate, stdin=STDIN, during=None):
     return Outcome(out, err, proc.returncode, tree_digest(work)), stats, proc.pid
 
 
-def assert_same(env, argv, during=None, need_speculation=True):
-    """Runs ARGV plainly and under specx run and compares; returns the plain outcome and the
-    session of the speculated run."""
+def assert_same(env, argv, during=None, need_speculation=True, options=()):
+    """Runs ARGV plainly and under `specx run OPTIONS` and compares; returns the plain outcome
+    and the session of the speculated run."""
     plain, _, _ = run_once(env, argv, speculate=False)
-    speculated, stats, session = run_once(env, argv, speculate=True, during=during)
+    speculated, stats, session = run_once(env, argv, speculate=True, during=during,
+                                          options=options)
     # Exit status first: when it differs, it explains the rest.
     assert (speculated.returncode, speculated.stderr) == (plain.returncode, plain.stderr)
     assert speculated.stdout == plain.stdout
