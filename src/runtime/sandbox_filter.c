@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/futex.h>
+#include <linux/userfaultfd.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -90,6 +91,11 @@ static const int allowed[] = {
     ALLOW(__NR_cachestat, "residency query, the would-block test of §4.1.2"),
     ALLOW(SCMP_SYS(readahead), "the prefetch itself (§4.1.2)"),
     ALLOW(SCMP_SYS(process_vm_readv), "read-only; lets the runtime pull memory from the parent"),
+    ALLOW(SCMP_SYS(userfaultfd), "faults of its own memory: the fast refork fills the regions "
+                                 "it left out (lazy_memory.h, §5.1)"),
+    ALLOW(SCMP_SYS(pidfd_open), "names a process; what could act through it (signals, "
+                                "pidfd_getfd, setns, process_mrelease) is refused, "
+                                "process_madvise may only prefetch"),
     ALLOW(SCMP_SYS(set_robust_list), "thread runtime"),
     ALLOW(SCMP_SYS(get_robust_list), "thread runtime"),
     ALLOW(SCMP_SYS(set_tid_address), "thread runtime"),
@@ -181,12 +187,18 @@ static const unsigned long fcntl_cmds[] = {
 };
 static const unsigned long ioctl_requests[] = {
     TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
+    /* userfaultfd on the copy's own memory (fast refork): no device or file system the copy
+     * can hold defines ioctls of the userfaultfd type (0xAA) */
+    UFFDIO_API, UFFDIO_REGISTER, UFFDIO_COPY, UFFDIO_ZEROPAGE,
 };
 static const unsigned long madvise_advice[] = {
     MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_FREE,
     MADV_DONTFORK, MADV_DOFORK, MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_DONTDUMP, MADV_DODUMP,
     MADV_WIPEONFORK, MADV_KEEPONFORK, MADV_POPULATE_READ, MADV_POPULATE_WRITE,
 };
+/* Advice to another process (the program): prefetching its swapped-out pages into the swap
+ * cache it shares (§4.1.2 for swap-backed memory) and nothing that evicts or frees. */
+static const unsigned long process_madvise_advice[] = { MADV_WILLNEED };
 static const unsigned long fadvise_advice[] = {
     POSIX_FADV_NORMAL, POSIX_FADV_RANDOM, POSIX_FADV_SEQUENTIAL, POSIX_FADV_WILLNEED,
     POSIX_FADV_NOREUSE,
@@ -221,6 +233,7 @@ static const struct {
     {SCMP_SYS(ioctl), 1, INT_BITS, VALUES(ioctl_requests)},
     /* no REMOVE (punches holes in shared files), HWPOISON, KSM or PAGEOUT */
     {SCMP_SYS(madvise), 2, INT_BITS, VALUES(madvise_advice)},
+    {SCMP_SYS(process_madvise), 3, INT_BITS, VALUES(process_madvise_advice)},
     /* prefetch hints; no DONTNEED, which evicts the parent's cached data */
     {SCMP_SYS(fadvise64), 3, INT_BITS, VALUES(fadvise_advice)},
     /* the process name and getters only */
