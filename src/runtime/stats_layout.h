@@ -42,7 +42,16 @@
     X(fault_prefetches,  "page-fault prefetches: chunks of file mappings prefetched (fault_spec.h)") \
     X(fault_bytes,       "bytes covered by page-fault prefetches") \
     X(fault_used,        "page-fault prefetches the program touched afterwards (its pagemap)") \
-    X(fault_predictions, "would-be page-fault prefetches dry speculative processes logged")
+    X(fault_predictions, "would-be page-fault prefetches dry speculative processes logged") \
+    X(refork_attempts,   "reforks started at a stall: speculative clones, first ones included (Table 3)") \
+    X(refork_completed,  "of those, reforks whose new copy was sandboxed before the program went on") \
+    X(refork_ns,         "time the program spent reforking: killing the old copy, cloning (Table 3)") \
+    X(refork_wait_ns,    "time it then waited for the new copy to enter its sandbox (preemptible)") \
+    X(refork_fast,       "reforks that left the large anonymous regions out (--refork=fast)") \
+    X(lazy_pulled,       "pages fast-reforked copies pulled from the program (lazy_memory.h)") \
+    X(lazy_zero,         "pages they mapped as zeros: absent in the program, or swapped out") \
+    X(lazy_swap_prefetches, "swapped-out program pages they prefetched into the swap cache") \
+    X(lazy_dropped,      "pulled pages they dropped again to bound their footprint")
 
 /* Why speculation was off in a process (slot flags). */
 enum specx_slot_flag {
