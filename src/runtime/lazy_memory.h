@@ -1,0 +1,72 @@
+/* Fast refork and one-way copy-on-write (Fraser & Chang 2003, §5.1 and §5.2) without a kernel
+ * patch. A plain clone copies the page tables of the whole program (its cost grows with the
+ * resident set: 1 GiB ≈ 13 ms here) and makes every page the program writes afterwards a
+ * copy-on-write fault. With the fast refork, the program's large private anonymous regions are
+ * left out of the clone (MADV_DONTFORK, set and cleared around that one clone), and the
+ * speculative process pulls each page from the program the first time it touches it
+ * (userfaultfd + process_vm_readv + UFFDIO_COPY). The program shares no page of those regions
+ * with its copy, so it takes no copy-on-write fault because of speculation, and the copy sees
+ * the program's latest values: the paper's one-way semantics, which is safe because only the
+ * copy's view changes.
+ *
+ * Program side: lazy_regions.c. Speculative side: lazy_fill.c. */
+#ifndef SPECX_LAZY_MEMORY_H
+#define SPECX_LAZY_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Environment variable set by `specx run --refork=fast` (or --cow=one-way): "fast". */
+#define SPECX_REFORK_ENV "SPECX_REFORK"
+
+/* Regions smaller than this are cloned as usual: their page tables cost little to copy. */
+#define SPECX_LAZY_MIN_REGION (4ul << 20)
+#define SPECX_LAZY_MAX_REGIONS 64u
+
+struct specx_lazy_region {
+    unsigned long start, end;
+    int prot;
+};
+
+/* The regions one clone left out; chosen by the program, inherited by its copy. */
+struct specx_lazy_set {
+    unsigned n;
+    struct specx_lazy_region r[SPECX_LAZY_MAX_REGIONS];
+};
+
+/* --- program side (lazy_regions.c) --- */
+
+/* Whether the next clone should be fast: asked for, not refused by the program's own use of
+ * MADV_DONTFORK/WIPEONFORK, and userfaultfd is available. */
+bool specx_lazy_wanted(void);
+
+/* Right before the clone: chooses the regions and marks them MADV_DONTFORK. */
+void specx_lazy_exclude(struct specx_lazy_set *set);
+
+/* Right after the clone, in the program: MADV_DOFORK again, so that the program's own forks
+ * copy those regions as always. */
+void specx_lazy_restore(const struct specx_lazy_set *set);
+
+/* --- speculative side (lazy_fill.c) --- */
+
+/* A new userfaultfd (close-on-exec, non-blocking). Without privilege (sysctl
+ * vm.unprivileged_userfaultfd = 0) only UFFD_USER_MODE_ONLY is allowed, which changes nothing
+ * here: with UFFD_FEATURE_SIGBUS a kernel access to a missing page fails either way. Returns
+ * the descriptor or -1 (errno). */
+int specx_lazy_userfaultfd(void);
+
+/* First thing in the new copy: holds the regions' addresses (nothing else may be mapped
+ * there) until specx_lazy_attach, and opens the program's page map. Returns 0 or -errno. */
+int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t program);
+
+/* Once sandboxed, before any program code runs: maps the regions again and fills them from
+ * the program on first touch. Returns 0 or -errno (the copy must then end). */
+int specx_lazy_attach(const struct specx_lazy_set *set);
+
+/* Before the kernel writes into [buf, buf + len) on the copy's behalf: a kernel access to a
+ * page not filled yet fails with EFAULT (UFFD_FEATURE_SIGBUS), so the pages are touched from
+ * user space first. Does nothing outside a copy made by a fast refork. */
+void specx_lazy_prepare_write(void *buf, size_t len);
+
+#endif

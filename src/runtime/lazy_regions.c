@@ -1,0 +1,98 @@
+/* Fast refork, program side (Fraser & Chang 2003, §5.1): which regions a speculative clone
+ * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
+#include "lazy_memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "maps.h"
+#include "runtime.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static bool requested;    /* SPECX_REFORK=fast */
+static bool program_owns; /* the program used MADV_DONTFORK or MADV_WIPEONFORK itself */
+static int usable = -1;   /* userfaultfd works here (-1: not tried yet) */
+
+__attribute__((constructor)) static void read_refork_mode(void)
+{
+    const char *mode = getenv(SPECX_REFORK_ENV);
+    requested = mode && strcmp(mode, "fast") == 0;
+}
+
+/* The program's own fork-time advice: restoring MADV_DOFORK after our clone would undo it
+ * (and a WIPEONFORK region must read as zeros in a child, not as the program's data), so a
+ * program that gives such advice keeps the plain clone. Calls made through libc are seen;
+ * raw system calls are not (the man page says so). */
+EXPORT int madvise(void *addr, size_t len, int advice)
+{
+    if (advice == MADV_DONTFORK || advice == MADV_WIPEONFORK)
+        program_owns = true;
+    return (int)syscall(SYS_madvise, addr, len, advice);
+}
+
+bool specx_lazy_wanted(void)
+{
+    if (!requested || program_owns)
+        return false;
+    if (usable < 0) {
+        /* Tried once in the program: a copy that could not attach would fail at every stall. */
+        int fd = specx_lazy_userfaultfd();
+        usable = fd >= 0;
+        if (fd >= 0)
+            close(fd);
+        if (!usable)
+            specx_log("pid %d: userfaultfd unavailable, plain clones", specx.pid);
+    }
+    return usable;
+}
+
+static bool contains(const struct specx_mapping *m, unsigned long addr)
+{
+    return addr >= m->start && addr < m->end;
+}
+
+/* A large private anonymous writable region (the heap or a big mmap) that nothing between the
+ * clone and specx_lazy_attach needs: not the stack we run on, not the thread control block
+ * (the stack protector's canary and errno live there) and not the runtime's own state. */
+static bool leave_out(const struct specx_mapping *m)
+{
+    unsigned long sp = (unsigned long)__builtin_frame_address(0);
+    unsigned long tp = (unsigned long)__builtin_thread_pointer();
+    return !m->shared && (m->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
+           m->inode == 0 && (m->path[0] == '\0' || strcmp(m->path, "[heap]") == 0) &&
+           m->end - m->start >= SPECX_LAZY_MIN_REGION && !contains(m, sp) &&
+           !contains(m, tp) && !contains(m, (unsigned long)&specx);
+}
+
+/* The raw system call: our own exported madvise would count this as the program's advice. */
+static int fork_advice(const struct specx_lazy_region *r, int advice)
+{
+    return (int)syscall(SYS_madvise, (void *)r->start, r->end - r->start, advice);
+}
+
+void specx_lazy_exclude(struct specx_lazy_set *set)
+{
+    set->n = 0;
+    char *buf;
+    size_t size;
+    if (specx_maps_read(&buf, &size) < 0)
+        return;
+    for (char *line = buf; *line && set->n < SPECX_LAZY_MAX_REGIONS;) {
+        struct specx_mapping m;
+        line = specx_maps_parse_line(line, &m);
+        struct specx_lazy_region r = { m.start, m.end, m.prot };
+        if (leave_out(&m) && fork_advice(&r, MADV_DONTFORK) == 0)
+            set->r[set->n++] = r;
+    }
+    munmap(buf, size);
+}
+
+void specx_lazy_restore(const struct specx_lazy_set *set)
+{
+    for (unsigned i = 0; i < set->n; i++)
+        fork_advice(&set->r[i], MADV_DOFORK);
+}
