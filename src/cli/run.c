@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "horizon.h"
+#include "lazy_memory.h"
 #include "paths.h"
 #include "run.h"
 #include "run_report.h"
@@ -30,6 +31,8 @@ struct options {
     bool speculation;
     unsigned horizon;
     bool verbose;
+    const char *refork; /* "basic" or "fast" (--refork, or implied by --cow); NULL: default */
+    const char *cow;    /* "basic" or "one-way" as given */
 };
 
 static void usage(FILE *out)
@@ -46,6 +49,13 @@ static void usage(FILE *out)
         "  -j, --json FILE   write the same statistics as JSON to FILE ('-': stdout)\n"
         "  -n, --no-spec     interpose and count, but never speculate (a baseline)\n"
         "  -H, --horizon N   at most N prefetches ahead of the program (1-%u, default %u)\n"
+        "      --refork=basic|fast\n"
+        "                    how a speculative copy is made: a plain clone (basic, the\n"
+        "                    default), or one that leaves large anonymous regions out and\n"
+        "                    fills them on demand (fast; needs userfaultfd)\n"
+        "      --cow=basic|one-way\n"
+        "                    copy-on-write between the program and its copy: both ways\n"
+        "                    (basic, with --refork=basic) or one way (with --refork=fast)\n"
         "  -v, --verbose     the runtime reports speculation events on stderr\n"
         "  -h, --help        show this help\n"
         "  -V, --version     show the version\n"
@@ -54,13 +64,43 @@ static void usage(FILE *out)
         SPECX_HORIZON_MAX, SPECX_HORIZON_DEFAULT);
 }
 
+static const char *refork_mode(const char *arg)
+{
+    if (strcmp(arg, "basic") != 0 && strcmp(arg, "fast") != 0)
+        specx_die(2, "invalid refork mode '%s' (expected basic or fast)", arg);
+    return arg;
+}
+
+static const char *cow_mode(const char *arg)
+{
+    if (strcmp(arg, "basic") != 0 && strcmp(arg, "one-way") != 0)
+        specx_die(2, "invalid copy-on-write mode '%s' (expected basic or one-way)", arg);
+    return arg;
+}
+
+/* The fast refork and one-way copy-on-write are one mechanism (lazy_memory.h): the regions
+ * a fast refork leaves out are exactly those the program no longer shares with its copy. So
+ * either switch decides both, and only the two consistent pairs exist. */
+static const char *combined_refork_mode(const char *refork, const char *cow)
+{
+    if (!cow)
+        return refork;
+    const char *implied = strcmp(cow, "one-way") == 0 ? "fast" : "basic";
+    if (refork && strcmp(refork, implied) != 0)
+        specx_die(2, "--refork=%s and --cow=%s cannot be combined: a fast refork is one-way "
+                  "copy-on-write (use --refork=fast with --cow=one-way, or basic with basic)",
+                  refork, cow);
+    return implied;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
         { "report", no_argument, NULL, 'r' },   { "json", required_argument, NULL, 'j' },
         { "no-spec", no_argument, NULL, 'n' },  { "horizon", required_argument, NULL, 'H' },
         { "verbose", no_argument, NULL, 'v' },  { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },  { NULL, 0, NULL, 0 },
+        { "version", no_argument, NULL, 'V' },  { "refork", required_argument, NULL, 'R' },
+        { "cow", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
     };
     *o = (struct options){ .speculation = true, .horizon = SPECX_HORIZON_DEFAULT };
     int c;
@@ -77,6 +117,8 @@ static int parse_options(int argc, char **argv, struct options *o)
                 specx_die(2, "invalid horizon '%s' (expected 1-%u)", optarg, SPECX_HORIZON_MAX);
             o->horizon = (unsigned)v;
             break;
+        case 'R': o->refork = refork_mode(optarg); break;
+        case 'C': o->cow = cow_mode(optarg); break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("specx run %s\n", SPECX_VERSION); exit(0);
         default:
@@ -86,6 +128,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     }
     if (optind >= argc)
         specx_die(2, "no command given; see 'specx run --help'");
+    o->refork = combined_refork_mode(o->refork, o->cow);
     return optind;
 }
 
@@ -120,6 +163,10 @@ static void prepare_environment(const struct options *o, const char *lib, const 
         setenv("SPECX_DISABLE", "1", 1);
     if (o->verbose)
         setenv("SPECX_VERBOSE", "1", 1);
+    if (o->refork)
+        setenv(SPECX_REFORK_ENV, o->refork, 1);
+    else
+        unsetenv(SPECX_REFORK_ENV); /* only this run's options count */
 }
 
 /* ---- running the command ---- */
@@ -262,7 +309,8 @@ int specx_run_main(int argc, char **argv)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
 
     forward_signals();
-    struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon };
+    struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon,
+                            .fast_refork = o.refork && strcmp(o.refork, "fast") == 0 };
     int failure;
     if (run_command(cmd, &o, lib, stats, &r, &failure) < 0) {
         run_stats_remove(stats);

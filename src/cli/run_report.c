@@ -50,6 +50,28 @@ static void print_processes(FILE *out, const struct run_stats *s)
     }
 }
 
+static double ms(double s) { return s * 1e3; }
+
+/* Table 3: how often the program reforked its copy, how many of those completed before it
+ * went on (a refork is abandoned once its own read is in, §5.1), and what they cost it. */
+static void print_reforks(FILE *out, const struct specx_stats_slot *t)
+{
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " completed (%.0f%%), %.3f s",
+            "reforks (attempts, Table 3)", t->refork_attempts, t->refork_completed,
+            100.0 * (t->refork_attempts ? run_stats_refork_completed_share(t) : 0.0),
+            seconds(t->refork_ns));
+    if (t->refork_attempts)
+        fprintf(out, ", mean %.3f ms", ms(run_stats_refork_mean(t)));
+    fprintf(out, ", %" PRIu64 " fast\n", t->refork_fast);
+    if (t->refork_attempts)
+        fprintf(out, "  %-40s %12s  %.3f s, mean %.3f ms\n", "  then waiting for the sandbox", "",
+                seconds(t->refork_wait_ns), ms(run_stats_refork_wait_mean(t)));
+    if (t->refork_fast)
+        fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " zero, %" PRIu64 " swap prefetches, %"
+                PRIu64 " dropped\n", "  pages copies pulled from the program", t->lazy_pulled,
+                t->lazy_zero, t->lazy_swap_prefetches, t->lazy_dropped);
+}
+
 void run_report_table(FILE *out, const struct run_result *r)
 {
     const struct specx_stats_slot *t = &r->stats.total;
@@ -58,7 +80,9 @@ void run_report_table(FILE *out, const struct run_result *r)
     print_command(out, r->argv);
     fprintf(out, "\n  ");
     print_outcome(out, r);
-    fprintf(out, ", speculation %s, horizon %u\n\n", r->speculation ? "on" : "off", r->horizon);
+    fprintf(out, ", speculation %s, horizon %u, refork %s (%s copy-on-write)\n\n",
+            r->speculation ? "on" : "off", r->horizon, r->fast_refork ? "fast" : "basic",
+            r->fast_refork ? "one-way" : "basic");
     fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
     fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "I/O stalls of normal execution",
             t->stalls + t->inflight_waits, seconds(t->stall_ns + t->inflight_wait_ns));
@@ -76,7 +100,8 @@ void run_report_table(FILE *out, const struct run_result *r)
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " completed, %.3f s\n",
             "synchronizations (attempts)", t->sync_attempts, t->sync_completed,
             seconds(t->sync_ns));
-    fprintf(out, "  %-40s %12" PRIu64 "  minor faults (getrusage), an upper bound\n",
+    print_reforks(out, t);
+    fprintf(out, "  %-40s %12" PRIu64 "  minor faults (getrusage), an upper bound (Table 4)\n",
             "copy-on-write faults of the program", t->minflt);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " ended, %" PRIu64 " could not be sandboxed\n",
             "speculative processes created", t->spec_created, t->spec_ended, t->spec_failed);
@@ -141,7 +166,16 @@ static void json_flags(FILE *out, uint32_t flags)
     fputc(']', out);
 }
 
-/* Every counter, then the derived figures of Table 2. */
+/* A derived figure, or null when it is undefined (negative). */
+static void json_share(FILE *out, const char *indent, const char *name, double value)
+{
+    if (value >= 0)
+        fprintf(out, "%s\"%s\": %.6g,\n", indent, name, value);
+    else
+        fprintf(out, "%s\"%s\": null,\n", indent, name);
+}
+
+/* Every counter, then the derived figures of Tables 2 and 3. */
 static void json_counters(FILE *out, const struct specx_stats_slot *s, const char *indent)
 {
 #define SPECX_JSON(name, doc) fprintf(out, "%s\"" #name "\": %" PRIu64 ",\n", indent, s->name);
@@ -149,10 +183,10 @@ static void json_counters(FILE *out, const struct specx_stats_slot *s, const cha
 #undef SPECX_JSON
     double share = run_stats_complete_share(s);
     fprintf(out, "%s\"unused_prefetches\": %" PRIu64 ",\n", indent, run_stats_unused(s));
-    if (share >= 0)
-        fprintf(out, "%s\"complete_share\": %.4f,\n", indent, share);
-    else
-        fprintf(out, "%s\"complete_share\": null,\n", indent);
+    json_share(out, indent, "complete_share", share);
+    json_share(out, indent, "refork_completed_share", run_stats_refork_completed_share(s));
+    json_share(out, indent, "refork_mean_s", run_stats_refork_mean(s));
+    json_share(out, indent, "refork_wait_mean_s", run_stats_refork_wait_mean(s));
 }
 
 static void json_process(FILE *out, const struct specx_stats_slot *p)
@@ -182,6 +216,8 @@ void run_report_json(FILE *out, const struct run_result *r)
         fprintf(out, "  \"exit_status\": %d,\n  \"signal\": null,\n", r->exit_status);
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);
+    fprintf(out, "  \"refork\": \"%s\",\n  \"cow\": \"%s\",\n",
+            r->fast_refork ? "fast" : "basic", r->fast_refork ? "one-way" : "basic");
     fprintf(out, "  \"elapsed_ns\": %" PRIu64 ",\n  \"elapsed_s\": %.6f,\n", r->elapsed_ns,
             seconds(r->elapsed_ns));
     /* The figures a benchmark wants first: how often and how long the program waited for

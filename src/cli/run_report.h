@@ -15,6 +15,7 @@ struct run_result {
     uint64_t elapsed_ns;
     bool speculation;      /* false with --no-spec */
     unsigned horizon;
+    bool fast_refork;      /* --refork=fast (= --cow=one-way) */
     struct run_stats stats;
 };
 

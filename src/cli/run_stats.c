@@ -120,3 +120,19 @@ double run_stats_complete_share(const struct specx_stats_slot *s)
 {
     return s->spec_used ? (double)s->spec_complete / (double)s->spec_used : -1.0;
 }
+
+double run_stats_refork_completed_share(const struct specx_stats_slot *s)
+{
+    return s->refork_attempts ? (double)s->refork_completed / (double)s->refork_attempts : -1.0;
+}
+
+double run_stats_refork_mean(const struct specx_stats_slot *s)
+{
+    return s->refork_attempts ? (double)s->refork_ns / 1e9 / (double)s->refork_attempts : -1.0;
+}
+
+double run_stats_refork_wait_mean(const struct specx_stats_slot *s)
+{
+    return s->refork_attempts ? (double)s->refork_wait_ns / 1e9 / (double)s->refork_attempts
+                              : -1.0;
+}

@@ -28,4 +28,10 @@ uint64_t run_stats_unused(const struct specx_stats_slot *s);
 /* Share of used prefetches that were complete when the program asked, or -1 if none. */
 double run_stats_complete_share(const struct specx_stats_slot *s);
 
+/* Table 3: share of reforks completed, mean refork time and mean wait for the new copy's
+ * sandbox (seconds), per attempt; -1 when there was none. */
+double run_stats_refork_completed_share(const struct specx_stats_slot *s);
+double run_stats_refork_mean(const struct specx_stats_slot *s);
+double run_stats_refork_wait_mean(const struct specx_stats_slot *s);
+
 #endif
