@@ -1,19 +1,22 @@
 /* memshare: a program that changes memory other processes or files see, between reads that
  * stall on a cold file, for the differential tests of tests/test_mapped_safety.py (issue 4,
- * Safety). Every step waits for data (a pread of a cold range of DATA), writes something
- * derived from it, then waits again (a page fault on another cold range of DATA, mapped). A
+ * Safety). Every step waits for data (a pread of a cold range of DATA into private memory),
+ * writes something derived from it, then waits again (a page fault on another cold range of
+ * DATA, mapped). A
  * speculative copy of the program runs ahead during the waits and goes through the same
  * writes with data it does not have (a read it could not complete leaves its buffer as it
  * was): if any of its writes got out, the output or the files would differ from a plain run.
  *
  * Usage: memshare MODE DATA   (DATA: a regular file of at least STEPS * STEP_SPAN bytes)
  *   mapfile   adds to a file mapped MAP_SHARED (mapped.out in the working directory) and
- *             msyncs each page it changed
+ *             msyncs it after every step
  *   shmanon   adds to MAP_SHARED|MAP_ANONYMOUS memory that a forked child reads and prints
  *   posixshm  the same with a POSIX shared memory object the child maps by name
  *   mprotect  write-protects memory and counts the write faults its own handler fixes;
  *             makes a range of DATA's mapping PROT_NONE and expects SIGSEGV there
- * Prints one line per step and a checksum of the shared memory at the end. */
+ * Every mode writes into 8 MiB of private anonymous memory too (large enough for a fast
+ * refork to leave it out of the speculative clone) and ends by forking a child that must see
+ * all of it. Prints one line per step and checksums of what it wrote at the end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -33,9 +36,13 @@
 #define FAULT_AT (256 * 1024)    /* a second cold range per step, reached by a page fault */
 #define PAGE 4096
 #define REGION (STEPS * PAGE)
+/* Private anonymous regions this large are what `specx run --cow=one-way` leaves out of the
+ * speculative clone and fills on demand (src/runtime/lazy_memory.h: 4 MiB and more). */
+#define LARGE (8u << 20)
 
 static const unsigned char *data;   /* DATA, mapped read-only */
 static int data_fd;
+static unsigned char *private_mem;  /* LARGE bytes of private anonymous memory */
 
 static _Noreturn void die(const char *what)
 {
@@ -50,21 +57,64 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
     return h;
 }
 
-/* Step K's first wait for data: a read of a cold range of DATA. A speculative copy starts
- * here and goes on through the step's writes, without the data (its buffer keeps the fill). */
+/* Adds V to every 64-bit word of PAGE: a read-modify-write, so a write that got out of a
+ * speculative copy would be counted twice. */
+static void add_to_page(uint64_t *page, uint64_t v)
+{
+    for (size_t i = 0; i < PAGE / sizeof *page; i++)
+        page[i] += v + i;
+}
+
+/* Step K's first wait for data: a read of a cold range of DATA into private memory, whose
+ * value is then added to another page of it. A speculative copy starts here and goes on
+ * through the step's writes without the data (the buffer keeps what it held). */
 static uint64_t read_step(int k)
 {
-    unsigned char buf[READ_SIZE];
-    memset(buf, k, sizeof buf);
-    if (pread(data_fd, buf, sizeof buf, (off_t)k * STEP_SPAN) != (ssize_t)sizeof buf)
+    unsigned char *buf = private_mem + (size_t)k * READ_SIZE;
+    memset(buf, k, READ_SIZE);
+    if (pread(data_fd, buf, READ_SIZE, (off_t)k * STEP_SPAN) != READ_SIZE)
         die("pread");
-    return fnv(0xcbf29ce484222325ULL, buf, sizeof buf);
+    uint64_t v = fnv(0xcbf29ce484222325ULL, buf, READ_SIZE);
+    add_to_page((uint64_t *)(private_mem + LARGE / 2 + (size_t)(k * 97 % 512) * PAGE), v);
+    return v;
 }
 
 /* Step K's second wait, after its writes: a page fault on another cold range of DATA. */
 static uint64_t fault_step(int k)
 {
     return fnv(0xcbf29ce484222325ULL, data + (size_t)k * STEP_SPAN + FAULT_AT, 64);
+}
+
+/* Private memory filled with a pattern, all of it resident. */
+static void make_private_memory(void)
+{
+    private_mem = mmap(NULL, LARGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (private_mem == MAP_FAILED)
+        die("mmap private");
+    for (size_t i = 0; i < LARGE; i++)
+        private_mem[i] = (unsigned char)(i * 131 >> 7);
+}
+
+/* The end of every mode: a child forked now, after speculation, has all of the private memory
+ * (specx must give its regions back to the program's own forks), with the same values. */
+static void fork_sees_private_memory(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork");
+    if (pid == 0) {
+        printf("forked child sees private memory %016llx\n",
+               (unsigned long long)fnv(0, private_mem, LARGE));
+        fflush(stdout);
+        _exit(0);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) < 0)
+        die("waitpid");
+    printf("forked child %s, private memory %016llx\n",
+           WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ended well" : "FAILED",
+           (unsigned long long)fnv(0, private_mem, LARGE));
 }
 
 static void map_data(const char *path)
@@ -80,14 +130,6 @@ static void map_data(const char *path)
     data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, data_fd, 0);
     if (data == MAP_FAILED)
         die("mmap DATA");
-}
-
-/* Adds V to every 64-bit word of PAGE: a read-modify-write, so a write that got out of a
- * speculative copy would be counted twice. */
-static void add_to_page(uint64_t *page, uint64_t v)
-{
-    for (size_t i = 0; i < PAGE / sizeof *page; i++)
-        page[i] += v + i;
 }
 
 static void print_step(const char *who, int k, uint64_t v, uint64_t after)
@@ -133,6 +175,7 @@ static void reader_child(const unsigned char *mem, int cmd, int ack)
             _exit(1);
     }
     printf("child sees %016llx\n", (unsigned long long)fnv(0, mem, REGION));
+    fflush(stdout);
     _exit(0);
 }
 
@@ -216,7 +259,7 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 {
     (void)ctx;
     unsigned char *addr = si->si_addr;
-    if (addr >= guarded && addr < guarded + REGION) {
+    if (addr >= guarded && addr < guarded + LARGE) {
         write_faults++;
         mprotect(guarded + (addr - guarded) / PAGE * PAGE, PAGE, PROT_READ | PROT_WRITE);
         return;
@@ -240,8 +283,9 @@ static void run_mprotect(void)
 {
     struct sigaction sa = { .sa_sigaction = on_segv, .sa_flags = SA_SIGINFO };
     sigaction(SIGSEGV, &sa, NULL);
-    guarded = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (guarded == MAP_FAILED || mprotect(guarded, REGION, PROT_READ) != 0)
+    /* Large, so that a fast refork leaves what is still read-only of it out of the clone. */
+    guarded = mmap(NULL, LARGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (guarded == MAP_FAILED || mprotect(guarded, LARGE, PROT_READ) != 0)
         die("guarded region");
     for (int k = 0; k < STEPS; k++) {
         uint64_t v = read_step(k);
@@ -259,7 +303,7 @@ static void run_mprotect(void)
                (unsigned long long)fnv(0, fenced, PAGE));
         fflush(stdout);
     }
-    printf("guarded %016llx\n", (unsigned long long)fnv(0, guarded, REGION));
+    printf("guarded %016llx\n", (unsigned long long)fnv(0, guarded, LARGE));
 }
 
 int main(int argc, char **argv)
@@ -276,7 +320,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(argv[1], modes[i].name) == 0) {
             map_data(argv[2]);
+            make_private_memory();
             modes[i].run();
+            fork_sees_private_memory();
             return 0;
         }
     fprintf(stderr, "memshare: unknown mode '%s'\n", argv[1]);
