@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -77,7 +78,10 @@ long specx_maps_read(char **buf, size_t *size)
             *buf = bigger;
             *size *= 2;
         }
-        ssize_t n = read(fd, *buf + len, *size - len - 1);
+        /* Not read(): inside libspecx.so that is the runtime's own wrapper, which in the
+         * speculative process emulates reads of regular files and clamps them to st_size,
+         * 0 for /proc files: the maps would read as empty. */
+        ssize_t n = syscall(SYS_read, fd, *buf + len, *size - len - 1);
         if (n < 0)
             err = -errno;
         else if (n == 0)
