@@ -24,7 +24,8 @@ PROGRAMS = BUILD / "bench" / "programs"
 
 def test_mode_registry_has_the_paper_comparison(monkeypatch):
     monkeypatch.setenv("SPECX_EXE", "/x/specx")
-    assert list(modes.MODES) == ["cold", "warm", "nospec", "specx", "specx-warm"]
+    assert list(modes.MODES) == ["cold", "warm", "nospec", "specx", "specx-warm", "specx-basic",
+                                 "specx-fast"]
     assert modes.MODES["cold"].prepare == modes.DROP_CACHES
     assert modes.MODES["warm"].prepare == modes.TOUCH_DATA
     assert modes.MODES["specx-warm"].prepare == modes.TOUCH_DATA
@@ -376,6 +377,26 @@ def test_speculation_table_reports_medians_of_specx_runs():
     row = [line for line in table.splitlines() if line.startswith("| grep | specx")][0]
     assert "| 20 |" in row and "| 50% |" in row and "2 / 2 / 1.00 s" in row
     assert report.speculation_table([_workload("grep", [_run("cold", 9.0)])]) is None
+
+
+def test_refork_table_reports_tables_3_and_4():
+    def runs(mode, kind, attempts, completed, ns, minflt):
+        found = []
+        for t in (3.0, 4.0, 5.0):
+            r = _run(mode, t, refork_attempts=attempts, refork_completed=completed,
+                     refork_ns=ns, refork_wait_ns=ns, minflt=minflt, stalls=4)
+            r["report"]["refork"] = kind
+            found.append(r)
+        return found
+    w = _workload("refork", [_run("cold", 9.0)] + runs("nospec", "basic", 0, 0, 0, 1000) +
+                  runs("specx-basic", "basic", 10, 10, 130 * 10**6, 2000) +
+                  runs("specx-fast", "fast", 12, 9, 24 * 10**5, 1005))
+    table = report.refork_table([w])
+    rows = {line.split("|")[2].strip(): line for line in table.splitlines()[2:]}
+    assert "| 10 | 10 (100%) | 0.130 s | 13.000 ms |" in rows["specx-basic"]
+    assert "| fast | 12 | 9 (75%) | 0.002 s | 0.200 ms |" in rows["specx-fast"]
+    assert rows["nospec"].endswith("| 1,000 |") and rows["specx-fast"].endswith("| 1,005 |")
+    assert report.refork_table([_workload("grep", runs("specx", "basic", 1, 1, 1, 1))]) is None
 
 
 @pytest.mark.root

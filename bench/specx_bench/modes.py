@@ -50,6 +50,12 @@ MODES = {m.name: m for m in [
          "into prefetches (§4)", DROP_CACHES, _specx_run(), "libspecx.so"),
     Mode("specx-warm", "all data resident, under `specx run`: what specx costs when nothing "
          "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "libspecx.so"),
+    Mode("specx-basic", "cold, `specx run --refork=basic --cow=basic`: copies made by plain "
+         "clones (the paper's basic design, Tables 3-4)", DROP_CACHES,
+         _specx_run("--refork=basic", "--cow=basic"), "libspecx.so"),
+    Mode("specx-fast", "cold, `specx run --refork=fast --cow=one-way`: fast, preemptible "
+         "refork and one-way copy-on-write (§5)", DROP_CACHES,
+         _specx_run("--refork=fast", "--cow=one-way"), "libspecx.so"),
 ]}
 
 # Modes run when --modes is not given: the comparison the paper makes (Fig. 2), less what is

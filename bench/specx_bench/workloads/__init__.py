@@ -4,10 +4,11 @@ from .grep import Grep
 from .ld import Ld
 from .matvec import Matvec
 from .postgres import Postgres
+from .refork import Refork
 from .sqlite import Sqlite
 from .stencil import Stencil
 from .swap import Swap
 from .xds import Xds
 
 WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
-                                     Stencil(), Swap())}
+                                     Stencil(), Swap(), Refork())}
