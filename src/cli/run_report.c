@@ -90,6 +90,12 @@ void run_report_table(FILE *out, const struct run_result *r)
             t->stalls, seconds(t->stall_ns));
     fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "  on data still arriving",
             t->inflight_waits, seconds(t->inflight_wait_ns));
+    fprintf(out, "  %-40s %12" PRIu64 "  getrusage: faults that read the disk\n",
+            "major page faults of normal execution", t->majflt);
+    fprintf(out, "  %-40s %12" PRIu64 "  %.1f MiB, %" PRIu64 " touched by the program, "
+            "%" PRIu64 " predicted dry\n", "page-fault prefetches (file mappings)",
+            t->fault_prefetches, (double)t->fault_bytes / 1048576.0, t->fault_used,
+            t->fault_predictions);
     fprintf(out, "  %-40s %12" PRIu64 "  %.1f MiB", "speculative prefetches",
             t->spec_prefetches, (double)t->spec_bytes / 1048576.0);
     if (share >= 0)

@@ -33,3 +33,11 @@ void specx_proc_map_files_path(char buf[SPECX_PROC_MAP_FILES_PATH_MAX], unsigned
     *p++ = '-';
     *append_number(p, end, 16) = '\0';
 }
+
+void specx_proc_pagemap_path(char buf[SPECX_PROC_PAGEMAP_PATH_MAX], int pid)
+{
+    static const char prefix[] = "/proc/", suffix[] = "/pagemap";
+    memcpy(buf, prefix, sizeof prefix - 1);
+    char *p = append_number(buf + sizeof prefix - 1, (unsigned long)pid, 10);
+    memcpy(p, suffix, sizeof suffix);
+}

@@ -8,10 +8,16 @@
 /* "/proc/self/map_files/" + two 16-digit hex numbers + '-' + NUL */
 #define SPECX_PROC_MAP_FILES_PATH_MAX 64
 
+/* "/proc/" + up to 10 digits + "/pagemap" + NUL */
+#define SPECX_PROC_PAGEMAP_PATH_MAX 32
+
 /* Writes "/proc/self/fd/FD" into buf. */
 void specx_proc_fd_path(char buf[SPECX_PROC_FD_PATH_MAX], int fd);
 /* Writes "/proc/self/map_files/START-END" (lowercase hex, as the kernel names them). */
 void specx_proc_map_files_path(char buf[SPECX_PROC_MAP_FILES_PATH_MAX], unsigned long start,
                                unsigned long end);
+
+/* Writes "/proc/PID/pagemap" into buf. */
+void specx_proc_pagemap_path(char buf[SPECX_PROC_PAGEMAP_PATH_MAX], int pid);
 
 #endif

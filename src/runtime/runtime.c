@@ -60,6 +60,8 @@ void specx_resolve_real(void)
     RESOLVE(execvpe, "execvpe");
     RESOLVE(fexecve, "fexecve");
     RESOLVE(pthread_create, "pthread_create");
+    RESOLVE(mmap, "mmap");
+    RESOLVE(mmap64, "mmap64");
 }
 
 void specx_log(const char *fmt, ...)

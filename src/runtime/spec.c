@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 
 #include "control.h"
 #include "copy_ref.h"
+#include "fault_spec.h"
 #include "prefetch.h"
 #include "runtime.h"
 #include "sandbox.h"
@@ -213,6 +215,7 @@ static void become_speculative(pid_t program)
         _exit(127);
     }
     specx_control_report_ready(specx.ctl, specx.ctl->generation);
+    specx_fault_spec_begin(program);
 }
 
 /* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
@@ -291,7 +294,10 @@ static bool single_threaded(void)
     return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
 }
 
-bool specx_spec_on_stall(const struct specx_stall *stall)
+/* Whether this process may create a speculative process now: it is the program itself,
+ * speculation is on, it has one thread, and the sandbox's filter and the control region are
+ * ready. The filter is compiled here, in the program: never in a fresh clone. */
+static bool may_create_copy(void)
 {
     if (!specx.spec_allowed || getpid() != specx.pid)
         return false;
@@ -299,11 +305,17 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         specx_disable_speculation(SPECX_SLOT_THREADED);
         return false;
     }
-    /* The sandbox's filter is compiled here, in the program: never in a fresh clone. */
     if (!specx.ctl && (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create()))) {
         specx_disable_speculation(0);
         return false;
     }
+    return true;
+}
+
+bool specx_spec_on_stall(const struct specx_stall *stall)
+{
+    if (!may_create_copy())
+        return false;
     struct stat st;
     start_own_read(stall, &st);
     reap_dying(false);
@@ -350,5 +362,35 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         SPECX_COUNT(sync_completed, started);
         SPECX_COUNT(sync_ns, specx_now_ns() - t0);
     }
+    return false;
+}
+
+/* The program has no hook at a page fault (§4.1.2 handles faults in the kernel): a new large
+ * file mapping that is not in memory is where its faults will come from, so a copy is created
+ * there, unless one is running (it makes the same mapping itself and speculates on it,
+ * fault_spec.h). The program first faults in the mapping's first chunk, as its first touch
+ * would (a header, usually): the copy never waits for a disk read, so without it the copy
+ * would run on zeros where the data decides its path, and end. */
+bool specx_spec_on_mapping(void *addr, int fd, uint64_t len)
+{
+    if (!may_create_copy())
+        return false;
+    reap_dying(false);
+    if (child_still_running())
+        return false;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return false;
+    madvise(addr, len < SPECX_PREFETCH_CHUNK ? len : SPECX_PREFETCH_CHUNK, MADV_POPULATE_READ);
+    child_dev = (uint64_t)st.st_dev;
+    child_ino = (uint64_t)st.st_ino;
+    pid_t program = getpid();
+    if (clone_speculative()) {
+        become_speculative(program);
+        return true;
+    }
+    if (specx.child > 0 && child_started())
+        specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
+                  child_dry ? "dry" : "live", specx.child, fd);
     return false;
 }

@@ -18,6 +18,11 @@ struct specx_stall {
  * process, which must treat the stalled read as a prefetch already issued. */
 bool specx_spec_on_stall(const struct specx_stall *stall);
 
+/* Called after the program mapped regular file fd at [addr, addr+len), a large data mapping
+ * not all in memory (mapping_trigger.c): creates a speculative process unless one is running.
+ * Returns true in the new speculative process. */
+bool specx_spec_on_mapping(void *addr, int fd, uint64_t len);
+
 /* Kills and reaps the speculative process, if any (exit, exec, threads). */
 void specx_spec_stop(void);
 

@@ -1,0 +1,397 @@
+/* Page-fault speculation in the speculative process; see fault_spec.h. Everything here runs
+ * in the sandboxed copy, most of it inside its SIGSEGV handler: system calls only, no malloc,
+ * no stdio. */
+#include "fault_spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "horizon.h"
+#include "maps.h"
+#include "prefetch.h"
+#include "privatize.h"
+#include "proc_path.h"
+#include "residency.h"
+#include "runtime.h"
+#include "spec.h"
+
+/* The unit of protection, prediction and prefetch: what one WILLNEED call reads on a FUSE
+ * mount (DESIGN-NOTES §4), aligned in the file like the read path's prefetches. */
+#define CHUNK SPECX_PREFETCH_CHUNK
+#define CHUNK_PAGES (CHUNK / SPECX_PAGE_SIZE)
+#define MAX_REGIONS 32u
+/* Chunks the copy may have open at once; opening one more closes the oldest. Small: closing
+ * costs one system call, and an open stand-in is memory the copy holds. */
+#define WINDOW 32u
+/* Predictions the program must touch in a row before a dry copy starts prefetching. */
+#define PROMOTE_HITS 2u
+/* How often a copy at its horizon looks at the program's page table again. */
+#define PARK_MIN_NS (1000ull * 1000ull)
+#define PARK_MAX_NS (50ull * 1000ull * 1000ull)
+#define PAGEMAP_PRESENT (1ull << 63)
+
+/* A file mapping the copy speculates on. */
+struct region {
+    uintptr_t start, end;
+    uint64_t offset; /* file offset of start */
+    int prot, fd;    /* its own protection; the copy's descriptor of the file */
+};
+static struct region regions[MAX_REGIONS];
+static unsigned nregions;
+
+/* [start, end) inside regions[r]. */
+struct chunk {
+    uintptr_t start, end;
+    unsigned r;
+};
+
+/* Chunks the copy can touch without a fault (a ring, oldest first). */
+static struct open_chunk {
+    struct chunk c;
+    bool stand_in; /* zeros were mapped over some of it */
+} window[WINDOW];
+static unsigned window_oldest, window_used;
+
+/* Predictions the program has not touched yet (a ring, oldest first): the horizon. */
+static struct prediction {
+    struct chunk c;
+    uint64_t time_ns;
+    bool issued; /* prefetched, not only predicted */
+} predictions[SPECX_HORIZON_MAX];
+static unsigned pred_oldest, pred_count;
+static bool live;           /* predictions are prefetched */
+static unsigned hits;       /* predictions touched in a row */
+static pid_t program;       /* the normal process; 0 until specx_fault_spec_begin */
+static int pagemap = -1;    /* its page table */
+
+static uint64_t file_offset(const struct chunk *c)
+{
+    const struct region *r = &regions[c->r];
+    return r->offset + (c->start - r->start);
+}
+
+/* The chunk holding address a of a covered mapping; false if none holds it. */
+static bool chunk_at(uintptr_t a, struct chunk *c)
+{
+    for (unsigned i = 0; i < nregions; i++) {
+        const struct region *r = &regions[i];
+        if (a < r->start || a >= r->end)
+            continue;
+        uintptr_t aligned = a - (r->offset + (a - r->start)) % CHUNK;
+        *c = (struct chunk){ aligned < r->start ? r->start : aligned,
+                             aligned + CHUNK > r->end ? r->end : aligned + CHUNK, i };
+        return true;
+    }
+    return false;
+}
+
+static bool is_open(uintptr_t a)
+{
+    for (unsigned i = 0; i < window_used; i++) {
+        const struct chunk *c = &window[(window_oldest + i) % WINDOW].c;
+        if (a >= c->start && a < c->end)
+            return true;
+    }
+    return false;
+}
+
+/* --- the program's progress ------------------------------------------------------------- */
+
+/* Has the program touched a page of c? Its page table maps the pages it touched (and kept). */
+static bool touched_by_program(const struct chunk *c)
+{
+    uint64_t entries[CHUNK_PAGES];
+    size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
+    /* Not pread(): inside libspecx.so that is the read path's wrapper, which emulates
+     * reads of regular files in the speculative process (pagemap's st_size is 0). */
+    long got = syscall(SYS_pread64, pagemap, entries, n * sizeof entries[0],
+                       (off_t)(c->start / SPECX_PAGE_SIZE * sizeof entries[0]));
+    for (long i = 0; i < got / (long)sizeof entries[0]; i++)
+        if (entries[i] & PAGEMAP_PRESENT)
+            return true;
+    return false;
+}
+
+static void issue(struct prediction *p)
+{
+    const struct region *r = &regions[p->c.r];
+    uint64_t len = p->c.end - p->c.start;
+    specx_start_read(r->fd, file_offset(&p->c), len);
+    p->issued = true;
+    SPECX_COUNT(fault_prefetches, 1);
+    SPECX_COUNT(fault_bytes, len);
+}
+
+/* The program touched PROMOTE_HITS predictions in a row: the copy is on its path, so what it
+ * predicted and the program has not reached yet is worth reading now. */
+static void promote(void)
+{
+    live = true;
+    for (unsigned i = 0; i < pred_count; i++) {
+        struct prediction *p = &predictions[(pred_oldest + i) % SPECX_HORIZON_MAX];
+        if (!p->issued)
+            issue(p);
+    }
+}
+
+/* Retires the n oldest predictions, which the program has passed; touched says whether it
+ * touched the last of them (the others were looked at by the caller or are passed over). */
+static void retire(unsigned n, bool touched)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct prediction *p = &predictions[pred_oldest];
+        bool hit = i + 1 == n ? touched : touched_by_program(&p->c);
+        if (hit && p->issued)
+            SPECX_COUNT(fault_used, 1);
+        hits = hit ? hits + 1 : 0;
+        pred_oldest = (pred_oldest + 1) % SPECX_HORIZON_MAX;
+        pred_count--;
+    }
+    if (!live && hits >= PROMOTE_HITS)
+        promote();
+}
+
+/* Retires the predictions the program has reached, oldest first. */
+static void retire_touched(void)
+{
+    while (pred_count && touched_by_program(&predictions[pred_oldest].c))
+        retire(1, true);
+}
+
+/* A program that touched a later prediction has passed the earlier ones, touched or not (a
+ * chunk the kernel's readahead or fault-around served, or one it never needed). Returns
+ * whether any was retired. Looks at every outstanding prediction: only when parked. */
+static bool retire_passed(void)
+{
+    for (unsigned i = pred_count; i-- > 0;)
+        if (touched_by_program(&predictions[(pred_oldest + i) % SPECX_HORIZON_MAX].c)) {
+            retire(i + 1, true);
+            return true;
+        }
+    return false;
+}
+
+/* The horizon (§4.1.3): at most specx.horizon chunks predicted and not yet touched by the
+ * program, and none added while the oldest is over SPECX_HORIZON_MAX_AGE_NS old (idle page
+ * cache is reclaimed within ~10 s here, and the memory cgroup of an out-of-core program is
+ * small: prefetches far ahead only evict each other). Sleeps until the program catches up. */
+static void wait_for_program(void)
+{
+    uint64_t nap = PARK_MIN_NS;
+    for (;;) {
+        retire_touched();
+        uint64_t age = pred_count ? specx_now_ns() - predictions[pred_oldest].time_ns : 0;
+        if (!specx_horizon_should_park(pred_count, age, specx.horizon))
+            return;
+        if (retire_passed())
+            continue;
+        struct timespec ts = { 0, (long)nap };
+        nanosleep(&ts, NULL);
+        nap = nap * 2 > PARK_MAX_NS ? PARK_MAX_NS : nap * 2;
+    }
+}
+
+static bool predicted(const struct chunk *c)
+{
+    for (unsigned i = 0; i < pred_count; i++)
+        if (predictions[(pred_oldest + i) % SPECX_HORIZON_MAX].c.start == c->start)
+            return true;
+    return false;
+}
+
+/* Logs c as a prediction, prefetching it if the copy is live. */
+static void predict(const struct chunk *c)
+{
+    if (predicted(c))
+        return;
+    struct prediction *p = &predictions[(pred_oldest + pred_count++) % SPECX_HORIZON_MAX];
+    *p = (struct prediction){ *c, specx_now_ns(), false };
+    if (live)
+        issue(p);
+    else
+        SPECX_COUNT(fault_predictions, 1);
+}
+
+/* --- the copy's window of open chunks ---------------------------------------------------- */
+
+/* Whether some page of c is absent from the page cache, not even being read: nobody asked
+ * for it, so it is the copy's to prefetch. */
+static bool nobody_asked(const struct chunk *c)
+{
+    int64_t n = specx_cached_pages(regions[c->r].fd, file_offset(c), c->end - c->start);
+    return n >= 0 && (uint64_t)n < (c->end - c->start) / SPECX_PAGE_SIZE;
+}
+
+/* Marks in vec the pages of c whose data is in memory and complete (mincore: a page being
+ * read is not); returns whether all are. A chunk it cannot tell is taken as complete: the
+ * copy then touches it as its program would. */
+static bool complete_pages(const struct chunk *c, unsigned char vec[CHUNK_PAGES])
+{
+    size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
+    if (mincore((void *)c->start, c->end - c->start, vec) < 0)
+        return true;
+    for (size_t i = 0; i < n; i++)
+        if (!(vec[i] & 1))
+            return false;
+    return true;
+}
+
+/* Opens the complete pages of c with the mapping's protection and maps zeros over the others
+ * (the paper's fresh page frame): the copy never waits for a disk read, not even one the
+ * program started, or it would only keep pace with the program's own readahead. */
+static void stand_in_incomplete(const struct chunk *c, const unsigned char vec[CHUNK_PAGES])
+{
+    int prot = regions[c->r].prot;
+    size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
+    for (size_t i = 0; i < n;) {
+        bool complete = vec[i] & 1;
+        size_t j = i + 1;
+        while (j < n && (bool)(vec[j] & 1) == complete)
+            j++;
+        void *at = (void *)(c->start + i * SPECX_PAGE_SIZE);
+        size_t len = (j - i) * SPECX_PAGE_SIZE;
+        if (complete)
+            mprotect(at, len, prot);
+        else
+            mmap(at, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        i = j;
+    }
+}
+
+/* Makes a chunk fault again on its next touch: a stand-in gives way to the file again. */
+static void close_chunk(const struct open_chunk *o)
+{
+    const struct region *r = &regions[o->c.r];
+    size_t len = o->c.end - o->c.start;
+    if (o->stand_in)
+        mmap((void *)o->c.start, len, PROT_NONE, MAP_PRIVATE | MAP_FIXED, r->fd,
+             (off_t)file_offset(&o->c));
+    else
+        mprotect((void *)o->c.start, len, PROT_NONE);
+}
+
+static void open_chunk(const struct chunk *c)
+{
+    if (window_used == WINDOW) {
+        close_chunk(&window[window_oldest]);
+        window_oldest = (window_oldest + 1) % WINDOW;
+        window_used--;
+    }
+    retire_touched();
+    unsigned char vec[CHUNK_PAGES];
+    bool stand_in = !complete_pages(c, vec);
+    bool prefetch = stand_in && nobody_asked(c);
+    if (prefetch) {
+        wait_for_program();
+        stand_in = !complete_pages(c, vec); /* the program may have read it meanwhile */
+    }
+    if (stand_in)
+        stand_in_incomplete(c, vec); /* before the prefetch makes its pages present */
+    else
+        mprotect((void *)c->start, c->end - c->start, regions[c->r].prot);
+    if (stand_in && prefetch)
+        predict(c);
+    window[(window_oldest + window_used++) % WINDOW] = (struct open_chunk){ *c, stand_in };
+}
+
+/* A fault in a closed chunk opens it; any other fault is the copy's own (it ran on zeros, or
+ * the program has a bug): the default action then ends the copy when the access is retried. */
+static void on_fault(int sig, siginfo_t *si, void *context)
+{
+    (void)context;
+    int saved = errno;
+    struct chunk c;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (si->si_code == SEGV_ACCERR && chunk_at(a, &c) && !is_open(a))
+        open_chunk(&c);
+    else
+        signal(sig, SIG_DFL);
+    errno = saved;
+}
+
+/* --- covering mappings --------------------------------------------------------------------- */
+
+/* Moves fd to the top of the descriptor table: the copy's own descriptors must not take the
+ * numbers its program's next open() would get, or the copy would run on differently. */
+static int out_of_the_way(int fd)
+{
+    struct rlimit lim;
+    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur < 4 * MAX_REGIONS)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(lim.rlim_cur - 2 * MAX_REGIONS));
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
+/* Page-cache files only: shared memory (tmpfs, hugetlbfs) has no disk read to prefetch. */
+static bool on_a_disk_file_system(int fd)
+{
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 && fs.f_type != TMPFS_MAGIC && fs.f_type != HUGETLBFS_MAGIC;
+}
+
+/* Opens the program's page table and installs the fault handler, once, when the first
+ * mapping is covered. */
+static bool watching(void)
+{
+    if (pagemap >= 0)
+        return true;
+    char path[SPECX_PROC_PAGEMAP_PATH_MAX];
+    specx_proc_pagemap_path(path, program);
+    pagemap = out_of_the_way(open(path, O_RDONLY | O_CLOEXEC));
+    if (pagemap < 0)
+        return false; /* no progress to measure, so no horizon: do not speculate */
+    struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGSEGV, &sa, NULL) == 0;
+}
+
+/* Covers [start, end) of file fd (from offset), which the caller hands over. */
+static void cover(uintptr_t start, uintptr_t end, uint64_t offset, int prot, int fd)
+{
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (nregions == MAX_REGIONS || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        !on_a_disk_file_system(fd) || !watching() || mprotect((void *)start, end - start, PROT_NONE) < 0) {
+        close(fd);
+        return;
+    }
+    regions[nregions++] = (struct region){ start, end, offset, prot, out_of_the_way(fd) };
+}
+
+void specx_fault_spec_begin(pid_t normal)
+{
+    char *buf;
+    size_t size;
+    program = normal;
+    if (specx_maps_read(&buf, &size) < 0)
+        return;
+    for (char *line = buf; *line;) {
+        struct specx_mapping m;
+        line = specx_maps_parse_line(line, &m);
+        /* Still shared after the sandbox: the runtime's own regions. */
+        if (m.inode && !m.shared && specx_fault_eligible(m.prot, m.end - m.start))
+            cover(m.start, m.end, m.offset, m.prot, specx_open_mapped_file(&m));
+    }
+    munmap(buf, size);
+}
+
+void specx_fault_spec_add(void *addr, size_t len, int prot, int fd, off_t off)
+{
+    if (!program)
+        return;
+    uintptr_t end = ((uintptr_t)addr + len + SPECX_PAGE_SIZE - 1) & ~(uintptr_t)(SPECX_PAGE_SIZE - 1);
+    cover((uintptr_t)addr, end, (uint64_t)off, prot, fcntl(fd, F_DUPFD_CLOEXEC, 0));
+}

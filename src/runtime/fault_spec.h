@@ -1,0 +1,51 @@
+/* Speculation on page faults in the speculative process (Fraser & Chang 2003 §4.1.2: "if the
+ * disk read resulted from a page fault then the system ... initiates a disk read ... rather
+ * than blocking until the disk read completes, the speculative process returns from the
+ * fault immediately").
+ *
+ * A user-space runtime sees no page fault of the program, but the copy can make its own
+ * faults visible: every chunk of its large file-backed data mappings is kept PROT_NONE until
+ * it touches it, and the SIGSEGV that follows decides what the kernel would have:
+ * - the chunk is in the page cache, or its read is in flight (somebody asked for it): the
+ *   chunk is opened with its own protection and the copy goes on (or waits for the read, as
+ *   a process touching a page under read does);
+ * - otherwise nobody asked for it: it is prefetched (posix_fadvise WILLNEED, one call per
+ *   128 KiB) and a stand-in of zeros is mapped over the missing pages (the paper's fresh page
+ *   frame), and the copy runs on.
+ * Only a window of chunks is open at a time; the oldest is closed again (a stand-in is mapped
+ * from the file again), so that the copy's next pass over the data is seen too.
+ *
+ * Progress and trust come from the program's own page table: /proc/PROGRAM/pagemap (bit 63,
+ * present) tells which predicted chunks the program has touched. The copy keeps at most the
+ * horizon's count of chunks outstanding (horizon.h: count and age), and starts dry: it only
+ * predicts until the program has touched PROMOTE_HITS of its predictions in a row, then
+ * prefetches what it had predicted and goes on prefetching (live).
+ *
+ * Text (executable) mappings are left alone: the copy simply blocks on them. */
+#ifndef SPECX_FAULT_SPEC_H
+#define SPECX_FAULT_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/types.h>
+
+/* Smaller file mappings are not worth a speculative process (or a region of the copy). */
+#define SPECX_FAULT_MIN_MAPPING (1u << 20)
+
+/* A data mapping page-fault speculation covers: readable, not executable, large. */
+static inline bool specx_fault_eligible(int prot, uint64_t len)
+{
+    return (prot & PROT_READ) && !(prot & PROT_EXEC) && len >= SPECX_FAULT_MIN_MAPPING;
+}
+
+/* Speculative side, once sandboxed: covers every eligible file mapping of this process
+ * (/proc/self/maps) and installs the SIGSEGV handler. PROGRAM is the normal process whose
+ * page table tells the copy's progress. */
+void specx_fault_spec_begin(pid_t program);
+
+/* Speculative side: covers a mapping the copy made itself, [addr, addr+len) of fd from off. */
+void specx_fault_spec_add(void *addr, size_t len, int prot, int fd, off_t off);
+
+#endif

@@ -1,0 +1,75 @@
+/* The trigger of page-fault speculation (Fraser & Chang 2003 §4.1.2). The program gets no
+ * hook at a page fault: a fault on a page that is not in memory happens inside an
+ * instruction. What it does call is mmap, so a new large file mapping of data not in memory
+ * (where its faults will come from) is where the program creates its speculative process;
+ * in the speculative process, a mapping the copy makes itself is covered by its page-fault
+ * speculation (fault_spec.h). */
+
+/* Both mmap and mmap64 are defined here: without this, the build's large-file default would
+ * rename the first into the second. On 64-bit Linux both take the same 64-bit off_t. */
+#undef _FILE_OFFSET_BITS
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "fault_spec.h"
+#include "real.h"
+#include "residency.h"
+#include "runtime.h"
+#include "spec.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Whether [off, off+len) of fd is all in the page cache (or is no regular file's: nothing a
+ * speculative process could prefetch). */
+static bool all_in_memory(int fd, uint64_t off, uint64_t len)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return true;
+    uint64_t n = specx_clamp_to_eof(off, len, (uint64_t)st.st_size);
+    int64_t cached = n ? specx_cached_pages(fd, off, n) : 0;
+    return n == 0 || cached < 0 || (uint64_t)cached == specx_pages_spanned(off, n);
+}
+
+/* The bounds of libspecx.so's own code (linker-defined, hidden: this object's). */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char __etext[] __attribute__((visibility("hidden")));
+
+/* Whether the mmap call came from the runtime itself: inside libspecx.so a call to mmap
+ * reaches the wrapper below (residency.c maps up to 1 MiB of a file to ask mincore,
+ * fault_spec.c maps its file again), and those mappings are none of the program's. */
+static bool called_by_runtime(const void *return_address)
+{
+    const char *ra = return_address;
+    return ra >= __ehdr_start && ra < __etext;
+}
+
+static void after_mapping(void *addr, size_t len, int prot, int flags, int fd, off_t off,
+                          const void *caller)
+{
+    if (addr == MAP_FAILED || fd < 0 || (flags & MAP_ANONYMOUS) || off < 0 ||
+        !specx_fault_eligible(prot, len) || called_by_runtime(caller))
+        return;
+    int saved = errno;
+    if (specx.role == SPECX_ROLE_SPEC)
+        specx_fault_spec_add(addr, len, prot, fd, off);
+    else if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed &&
+             !all_in_memory(fd, (uint64_t)off, len))
+        specx_spec_on_mapping(addr, fd, len); /* the copy goes on from here too */
+    errno = saved;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    void *p = REAL(mmap)(addr, len, prot, flags, fd, off);
+    after_mapping(p, len, prot, flags, fd, off, __builtin_return_address(0));
+    return p;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    void *p = REAL(mmap64)(addr, len, prot, flags, fd, off);
+    after_mapping(p, len, prot, flags, fd, off, __builtin_return_address(0));
+    return p;
+}
