@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "lazy_memory.h"
 #include "prefetch.h"
 #include "readpath.h"
 #include "real.h"
@@ -44,6 +45,7 @@ static uint64_t prefetch_end(int fd, const struct stat *st, uint64_t off, uint64
 /* Copies data that is in memory and complete: this cannot block. */
 static void copy_resident(int fd, char *buf, uint64_t off, uint64_t len)
 {
+    specx_lazy_prepare_write(buf, (size_t)len); /* the kernel writes there (lazy_memory.h) */
     while (len > 0) {
         ssize_t n = REAL(pread64)(fd, buf, len, (off_t)off);
         if (n <= 0)

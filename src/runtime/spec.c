@@ -13,7 +13,9 @@
 #include "control.h"
 #include "copy_ref.h"
 #include "fault_spec.h"
+#include "lazy_memory.h"
 #include "prefetch.h"
+#include "residency.h"
 #include "runtime.h"
 #include "sandbox.h"
 #include "trust.h"
@@ -21,6 +23,11 @@
 /* How long the program waits for a new speculative process to privatize its state before
  * going on with its own read; it was already issued, so the wait hides in the disk's time. */
 #define READY_TIMEOUT_NS (20ull * 1000000ull)
+/* While it waits, the program looks this often whether its own read has completed (§5.1: a
+ * refork must not delay the program beyond its own I/O). */
+#define READY_SLICE_NS (100ull * 1000ull)
+/* Pages of the stalled read checked for arrival (the stack vector's size). */
+#define ARRIVAL_PAGES 64u
 /* A copy that has not entered its sandbox after this long is stuck (in a file system that does
  * not answer, say) and is replaced at the next stall; see child_entering. */
 #define ENTRY_LIMIT_NS (1000ull * 1000000ull)
@@ -64,6 +71,8 @@ static unsigned backoff_next;
 static uint64_t child_dev, child_ino;
 static uint64_t child_born_ns;
 static bool child_dry; /* the speculative process only predicts (trust.h) */
+/* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
+static struct specx_lazy_set lazy_set;
 
 /* The back-off of file (dev, ino); if it has none, with create a fresh one (replacing the
  * oldest entry), else the process's. */
@@ -210,7 +219,11 @@ static void become_speculative(pid_t program)
         { specx.ctl, sizeof *specx.ctl },
         { specx.slot, SPECX_STATS_PAGE },
     };
-    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0], &specx.ctl->passed) < 0) {
+    /* The left-out regions are filled from the program only once the copy is sealed: the
+     * filter allows userfaultfd (the copy's own memory), and the sandbox would otherwise
+     * replace the descriptor with /dev/null like any descriptor it cannot re-open. */
+    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0], &specx.ctl->passed) < 0 ||
+        specx_lazy_attach(&lazy_set) < 0) {
         specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
         _exit(127);
     }
@@ -227,7 +240,9 @@ static void demote_child(void)
     syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, specx.child, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
 }
 
-/* Clones the program as it is now. Returns true in the speculative process. */
+/* Clones the program as it is now; with --refork=fast its large anonymous regions are left
+ * out and filled in the copy on demand (lazy_memory.h, §5.1-5.2). Returns true in the
+ * speculative process. */
 static bool clone_speculative(void)
 {
     struct specx_control *ctl = specx.ctl;
@@ -238,11 +253,20 @@ static bool clone_speculative(void)
     specx.issued_at_start = ctl->issued;
     child_dry = !specx_trust_live();
     specx_trust_set_dry(child_dry);
+    pid_t program = getpid();
+    lazy_set.n = 0;
+    if (specx_lazy_wanted())
+        specx_lazy_exclude(&lazy_set);
     /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
      * pthread_atfork handlers of the program run for it. */
     long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
-    if (pid == 0)
+    if (pid == 0) {
+        if (specx_lazy_reserve(&lazy_set, program) < 0)
+            _exit(127);
         return true;
+    }
+    specx_lazy_restore(&lazy_set);
+    SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;
     specx.child = (pid_t)pid;
@@ -254,11 +278,43 @@ static bool clone_speculative(void)
     return false;
 }
 
-/* Waits for the new process to be sandboxed: until then it shares the program's file
- * offsets, so the program must not read yet. */
-static bool child_started(void)
+/* Whether the data the program stalled on has arrived (mincore: complete pages, not pages
+ * in flight as cachestat counts them): from then on a refork would delay the program. */
+static bool own_read_arrived(const struct specx_stall *stall)
 {
-    uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
+    uint64_t first = stall->off % SPECX_PAGE_SIZE;
+    uint64_t len = stall->len < ARRIVAL_PAGES * SPECX_PAGE_SIZE - first
+                       ? stall->len
+                       : ARRIVAL_PAGES * SPECX_PAGE_SIZE - first;
+    unsigned char vec[ARRIVAL_PAGES];
+    if (len == 0 || specx_uptodate_pages(stall->fd, stall->off, len, vec) < 0)
+        return false;
+    for (uint64_t i = 0; i < specx_pages_spanned(stall->off, len); i++)
+        if (!(vec[i] & 1))
+            return false;
+    return true;
+}
+
+/* Waits for the new process to be sandboxed: until then it shares the program's file offsets,
+ * and it should not find them moved. At a stall the wait is preemptible (§5.1): it ends when
+ * the program's own read has completed, and the copy finishes entering on its own. */
+static uint32_t wait_ready(const struct specx_stall *stall)
+{
+    uint64_t start = specx_now_ns();
+    for (;;) {
+        uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation,
+                                                 stall ? READY_SLICE_NS : READY_TIMEOUT_NS);
+        if (seen == specx.ctl->generation || seen == SPECX_READY_FAILED ||
+            specx_now_ns() - start >= READY_TIMEOUT_NS || !stall || own_read_arrived(stall))
+            return seen;
+    }
+}
+
+/* Returns whether a copy runs (sandboxed by now, or still entering). STALL: the read the
+ * program goes on with (NULL: none, the wait is not preemptible). */
+static bool child_started(const struct specx_stall *stall)
+{
+    uint32_t seen = wait_ready(stall);
     if (seen != SPECX_READY_FAILED) {
         demote_child();
         return true;
@@ -341,9 +397,16 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     child_dev = (uint64_t)st.st_dev;
     child_ino = (uint64_t)st.st_ino;
     uint64_t t0 = specx_now_ns();
+    SPECX_COUNT(refork_attempts, 1);
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
         kill_child();
+    }
+    /* Preemptible refork (§5.1): with its data in already, the program would only wait for
+     * the clone; it goes on, and the next stall reforks. */
+    if (own_read_arrived(stall)) {
+        SPECX_COUNT(refork_ns, specx_now_ns() - t0);
+        return false;
     }
     pid_t program = getpid();
     if (clone_speculative()) {
@@ -351,7 +414,10 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
         return true;
     }
     uint64_t t_clone = specx_now_ns();
-    bool started = specx.child > 0 && child_started();
+    SPECX_COUNT(refork_ns, t_clone - t0);
+    bool started = specx.child > 0 && child_started(stall);
+    SPECX_COUNT(refork_completed, started && !child_entering());
+    SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
         specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu, ready in %llu us",
                   specx.pid, child_dry ? "dry" : "live", specx.child,
@@ -389,7 +455,7 @@ bool specx_spec_on_mapping(void *addr, int fd, uint64_t len)
         become_speculative(program);
         return true;
     }
-    if (specx.child > 0 && child_started())
+    if (specx.child > 0 && child_started(NULL))
         specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
                   child_dry ? "dry" : "live", specx.child, fd);
     return false;
