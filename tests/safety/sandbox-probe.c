@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/userfaultfd.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -231,6 +232,18 @@ static long shared_wait_on_named_word(void)
 }
 ATTEMPT(raise_sigusr1_ignored, (signal(SIGUSR1, SIG_IGN), raise(SIGUSR1)))
 ATTEMPT(raw_pidfd_open, syscall(SYS_pidfd_open, parent, 0))
+/* A pidfd of the parent may be had (a fast-reforked copy prefetches its swapped pages); nothing
+ * but that prefetch may be done through it. */
+static long through_parent_pidfd(long nr, long a1, long a2, long a3, long a4)
+{
+    long fd = syscall(SYS_pidfd_open, parent, 0);
+    return fd < 0 ? fd : syscall(nr, fd, a1, a2, a3, a4);
+}
+static struct iovec parent_secret_page = {(void *)&parent_secret, sizeof parent_secret};
+ATTEMPT(pidfd_signal_parent, through_parent_pidfd(SYS_pidfd_send_signal, SIGUSR1, 0, 0, 0))
+ATTEMPT(pidfd_getfd_parent, through_parent_pidfd(SYS_pidfd_getfd, 0, 0, 0, 0))
+ATTEMPT(pidfd_pageout_parent, through_parent_pidfd(SYS_process_madvise,
+                                                   (long)&parent_secret_page, 1, MADV_PAGEOUT, 0))
 ATTEMPT(raw_pidfd_send_signal, syscall(SYS_pidfd_send_signal, 0, SIGUSR1, NULL, 0))
 ATTEMPT(ptrace_attach, ptrace(PTRACE_ATTACH, parent, NULL, NULL))
 ATTEMPT(raw_ptrace_seize, syscall(SYS_ptrace, PTRACE_SEIZE, parent, 0, 0))
@@ -333,7 +346,9 @@ ATTEMPT(raw_mq_open, syscall(SYS_mq_open, "specx-leak", O_RDWR | O_CREAT, 0600, 
 /* kernel interfaces that act elsewhere */
 ATTEMPT(raw_io_uring_setup, syscall(SYS_io_uring_setup, 1, &(struct io_uring_params){0}))
 ATTEMPT(raw_io_setup, syscall(SYS_io_setup, 1, &(unsigned long){0}))
-ATTEMPT(raw_userfaultfd, syscall(SYS_userfaultfd, 0))
+/* Allowed by the filter (its own memory); without privilege the kernel itself allows only
+ * user-mode faults (vm.unprivileged_userfaultfd = 0). */
+ATTEMPT(raw_userfaultfd, syscall(SYS_userfaultfd, UFFD_USER_MODE_ONLY))
 ATTEMPT(raw_bpf, syscall(SYS_bpf, 0, NULL, 0))
 ATTEMPT(raw_perf_event_open, syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0))
 ATTEMPT(raw_keyctl, syscall(SYS_keyctl, 0, 0, 0, 0, 0))
@@ -484,7 +499,8 @@ static const struct attempt attempts[] = {
     DENY(raw_futex_requeue), DENY(raw_futex_lock_pi),
     DENY(raw_futex_shared_wait_on_shared_memory), DENY(raw_futex_shared_wait_bitset_on_shared_memory),
     DENY(raw_futex_waitv),
-    DENY(raw_pidfd_open), DENY(raw_pidfd_send_signal), DENY(ptrace_attach), DENY(raw_ptrace_seize),
+    DENY(raw_pidfd_send_signal), DENY(pidfd_signal_parent), DENY(pidfd_getfd_parent),
+    DENY(pidfd_pageout_parent), DENY(ptrace_attach), DENY(raw_ptrace_seize),
     DENY(process_vm_writev), DENY(raw_process_madvise), DENY(sched_setscheduler_parent),
     DENY(setpriority_parent), DENY(raw_ioprio_set_parent), DENY(sched_setaffinity_parent),
     DENY(execve), DENY(raw_execve), DENY(raw_execveat), DENY(fork), DENY(raw_clone),
@@ -498,7 +514,7 @@ static const struct attempt attempts[] = {
     DENY(raw_sendmmsg), DENY(shutdown), DENY(raw_recvfrom), DENY(accept), DENY(raw_accept4),
     DENY(listen),
     DENY(shmget), DENY(shmat), DENY(shmctl_rmid), DENY(msgsnd), DENY(semop), DENY(raw_mq_open),
-    DENY(raw_io_uring_setup), DENY(raw_io_setup), DENY(raw_userfaultfd), DENY(raw_bpf),
+    DENY(raw_io_uring_setup), DENY(raw_io_setup), DENY(raw_bpf),
     DENY(raw_perf_event_open), DENY(raw_keyctl), DENY(raw_add_key), DENY(memfd_create),
     DENY(raw_fanotify_init), DENY(inotify_init),
     DENY(mmap_shared_write_file), DENY(mmap_shared_write_anon),
@@ -510,6 +526,8 @@ static const struct attempt attempts[] = {
     {"open_directory", open_directory, 0},
     {"mmap_private_file", map_private, 0},
     {"malloc", allocate, 0},
+    {"pidfd_open_parent", try_raw_pidfd_open, 0},
+    {"userfaultfd_own_memory", try_raw_userfaultfd, 0},
     {"write_shared_memory", write_shared_memory, 0},
     {"raise_self", raise_to_self, 0},
     {"keep_fifo_open", keep_fifo_open, EPERM},
