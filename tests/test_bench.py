@@ -379,7 +379,7 @@ def test_speculation_table_reports_medians_of_specx_runs():
     assert report.speculation_table([_workload("grep", [_run("cold", 9.0)])]) is None
 
 
-def test_refork_table_reports_tables_3_and_4():
+def test_refork_table_reports_tables_3_and_4(tmp_path):
     def runs(mode, kind, attempts, completed, ns, minflt):
         found = []
         for t in (3.0, 4.0, 5.0):
@@ -397,6 +397,10 @@ def test_refork_table_reports_tables_3_and_4():
     assert "| fast | 12 | 9 (75%) | 0.002 s | 0.200 ms |" in rows["specx-fast"]
     assert rows["nospec"].endswith("| 1,000 |") and rows["specx-fast"].endswith("| 1,005 |")
     assert report.refork_table([_workload("grep", runs("specx", "basic", 1, 1, 1, 1))]) is None
+    from specx_bench import plot
+    assert plot.refork_chart([w], str(tmp_path / "refork.png"))
+    assert (tmp_path / "refork.png").read_bytes()[:4] == b"\x89PNG"
+    assert not plot.refork_chart([_workload("grep", [_run("cold", 9.0)])], str(tmp_path / "x"))
 
 
 @pytest.mark.root

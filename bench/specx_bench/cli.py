@@ -115,6 +115,8 @@ def save(results, out):
     if results["workloads"] and plot.elapsed_chart(results["workloads"],
                                                    os.path.join(out, "results.png")):
         written.append("results.png")
+    if plot.refork_chart(results["workloads"], os.path.join(out, "results-refork.png")):
+        written.append("results-refork.png")
     if results.get("validation"):
         plot.validation_chart(results["validation"], os.path.join(out, "results-slowfs.png"))
         written.append("results-slowfs.png")

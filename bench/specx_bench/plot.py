@@ -64,3 +64,42 @@ def validation_chart(validation, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def refork_chart(workloads, path):
+    """The paper's Tables 3 and 4 as two panels per run: mean refork time per attempt (basic
+    against fast clones) and the program's minor faults (nospec, basic, fast). Returns False
+    when no workload ran the refork modes."""
+    from .report import refork_figures
+    modes = ("nospec", "specx-basic", "specx-fast")
+    shown = [(w, {m: refork_figures(w, m) for m in modes}) for w in workloads]
+    shown = [(w, f) for w, f in shown if f["specx-basic"] or f["specx-fast"]]
+    if not shown:
+        return False
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(6, 3 * len(shown) + 2), 3.4))
+    colors = {"nospec": "#aec7e8", "specx-basic": "#ff7f0e", "specx-fast": "#1f77b4"}
+    for k, mode in enumerate(modes):
+        for i, (w, figures) in enumerate(shown):
+            f = figures[mode]
+            if not f:
+                continue
+            x = i + (k - 1) * 0.27
+            if mode != "nospec" and f["mean_ms"] is not None:
+                left.bar(x, f["mean_ms"], 0.27, color=colors[mode],
+                         label=mode if i == 0 else None)
+                left.text(x, f["mean_ms"], f"{f['mean_ms']:.2f}", ha="center", va="bottom",
+                          fontsize=7)
+            right.bar(x, f["minflt"], 0.27, color=colors[mode], label=mode if i == 0 else None)
+    names = [w["name"] for w, _ in shown]
+    left.set_xticks(range(len(shown)), names)
+    left.set_ylabel("ms per refork (kill + clone)")
+    left.set_title("Refork time (cf. Table 3)", fontsize=9)
+    left.legend(fontsize=7)
+    right.set_xticks(range(len(shown)), names)
+    right.set_ylabel("minor faults of the program")
+    right.set_title("Copy-on-write faults (cf. Table 4)", fontsize=9)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True

@@ -85,31 +85,39 @@ def speculation_table(workloads):
 REFORK_MODES = ("nospec", "specx", "specx-basic", "specx-fast")
 
 
+def refork_figures(workload, mode):
+    """The paper's Tables 3 and 4 for WORKLOAD's runs in MODE that `specx run` reported on
+    (medians over runs), or None: refork kind, attempts, completed, refork time (the
+    program's kill + clone) in total and per attempt, the preemptible wait for the new copy's
+    sandbox per attempt, and the program's minor faults (its copy-on-write faults included)."""
+    runs = bars.spec_runs(workload, mode)
+    if not runs:
+        return None
+    total = lambda key: bars._median_total(runs, key) or 0  # noqa: E731
+    attempts = total("refork_attempts")
+    per_attempt = lambda key: total(key) / 1e6 / attempts if attempts else None  # noqa: E731
+    return {"refork": runs[0]["report"].get("refork", "basic"), "speculation": mode != "nospec",
+            "attempts": attempts, "completed": total("refork_completed"),
+            "refork_s": total("refork_ns") / 1e9, "mean_ms": per_attempt("refork_ns"),
+            "wait_mean_ms": per_attempt("refork_wait_ns"), "minflt": total("minflt")}
+
+
 def refork_table(workloads):
-    """The paper's Tables 3 and 4 for the runs `specx run` reported on (medians over runs):
-    reforks (attempts, completed, total and mean time, then the preemptible wait for the new
-    copy's sandbox) and the program's minor faults, which include its copy-on-write faults."""
     rows = []
     for w in workloads:
         for mode in REFORK_MODES:
-            runs = bars.spec_runs(w, mode)
-            if not runs:
+            f = refork_figures(w, mode)
+            if not f:
                 continue
-            total = lambda key: bars._median_total(runs, key) or 0  # noqa: E731
-            attempts = total("refork_attempts")
-            kind = runs[0]["report"].get("refork", "basic")
-            speculating = mode != "nospec"
+            spec, tried = f["speculation"], f["speculation"] and f["attempts"]
             rows.append([
-                w["name"], mode, kind if speculating else "–",
-                f"{int(attempts):,}" if speculating else "–",
-                f"{int(total('refork_completed')):,} ({total('refork_completed') / attempts:.0%})"
-                if speculating and attempts else "–",
-                f"{total('refork_ns') / 1e9:.3f} s" if speculating else "–",
-                f"{total('refork_ns') / 1e6 / attempts:.3f} ms" if speculating and attempts
-                else "–",
-                f"{total('refork_wait_ns') / 1e6 / attempts:.3f} ms" if speculating and attempts
-                else "–",
-                f"{int(total('minflt')):,}",
+                w["name"], mode, f["refork"] if spec else "–",
+                f"{int(f['attempts']):,}" if spec else "–",
+                f"{int(f['completed']):,} ({f['completed'] / f['attempts']:.0%})" if tried else "–",
+                f"{f['refork_s']:.3f} s" if spec else "–",
+                f"{f['mean_ms']:.3f} ms" if tried else "–",
+                f"{f['wait_mean_ms']:.3f} ms" if tried else "–",
+                f"{int(f['minflt']):,}",
             ])
     if not any(row[1] in ("specx-basic", "specx-fast") for row in rows):
         return None
