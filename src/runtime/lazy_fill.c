@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,6 +64,8 @@ int specx_lazy_userfaultfd(void)
 
 int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t prog)
 {
+    if (set->n == 0)
+        return 0;
     for (unsigned i = 0; i < set->n; i++) {
         const struct specx_lazy_region *r = &set->r[i];
         /* PROT_NONE: an unexpected touch before attach kills the copy instead of reading
@@ -77,6 +80,7 @@ int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t prog)
     char path[SPECX_PROC_PAGEMAP_PATH_MAX];
     specx_proc_pagemap_path(path, prog);
     pagemap = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    pthread_sigmask(SIG_SETMASK, &set->signals, NULL); /* blocked by specx_lazy_exclude */
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #define SPECX_LAZY_MEMORY_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -33,6 +34,7 @@ struct specx_lazy_region {
 struct specx_lazy_set {
     unsigned n;
     struct specx_lazy_region r[SPECX_LAZY_MAX_REGIONS];
+    sigset_t signals; /* the program's signal mask, while they are left out */
 };
 
 /* --- program side (lazy_regions.c) --- */
@@ -41,7 +43,9 @@ struct specx_lazy_set {
  * MADV_DONTFORK/WIPEONFORK, and userfaultfd is available. */
 bool specx_lazy_wanted(void);
 
-/* Right before the clone: chooses the regions and marks them MADV_DONTFORK. */
+/* Right before the clone: chooses the regions and marks them MADV_DONTFORK. Signals stay
+ * blocked until specx_lazy_restore (or, in the copy, specx_lazy_reserve): a handler of the
+ * program that forked meanwhile would give its child no such regions. */
 void specx_lazy_exclude(struct specx_lazy_set *set);
 
 /* Right after the clone, in the program: MADV_DOFORK again, so that the program's own forks

@@ -2,6 +2,8 @@
  * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
 #include "lazy_memory.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -81,6 +83,9 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
     size_t size;
     if (specx_maps_read(&buf, &size) < 0)
         return;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &set->signals);
     for (char *line = buf; *line && set->n < SPECX_LAZY_MAX_REGIONS;) {
         struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
@@ -89,10 +94,15 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
             set->r[set->n++] = r;
     }
     munmap(buf, size);
+    if (set->n == 0)
+        pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
 }
 
 void specx_lazy_restore(const struct specx_lazy_set *set)
 {
+    if (set->n == 0)
+        return;
     for (unsigned i = 0; i < set->n; i++)
         fork_advice(&set->r[i], MADV_DOFORK);
+    pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
 }
