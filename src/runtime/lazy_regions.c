@@ -57,6 +57,13 @@ static bool contains(const struct specx_mapping *m, unsigned long addr)
     return addr >= m->start && addr < m->end;
 }
 
+/* Anonymous memory as /proc/PID/maps names it: nothing, the heap, or a name given with
+ * PR_SET_VMA_ANON_NAME (newer glibc names its malloc arenas so). */
+static bool anonymous_name(const char *path)
+{
+    return path[0] == '\0' || strcmp(path, "[heap]") == 0 || strncmp(path, "[anon:", 6) == 0;
+}
+
 /* A large private anonymous writable region (the heap or a big mmap) that nothing between the
  * clone and specx_lazy_attach needs: not the stack we run on, not the thread control block
  * (the stack protector's canary and errno live there) and not the runtime's own state. */
@@ -65,7 +72,7 @@ static bool leave_out(const struct specx_mapping *m)
     unsigned long sp = (unsigned long)__builtin_frame_address(0);
     unsigned long tp = (unsigned long)__builtin_thread_pointer();
     return !m->shared && (m->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
-           m->inode == 0 && (m->path[0] == '\0' || strcmp(m->path, "[heap]") == 0) &&
+           m->inode == 0 && anonymous_name(m->path) &&
            m->end - m->start >= SPECX_LAZY_MIN_REGION && !contains(m, sp) &&
            !contains(m, tp) && !contains(m, (unsigned long)&specx);
 }
