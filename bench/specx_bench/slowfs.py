@@ -37,8 +37,10 @@ def unmount(path):
 
 
 def clean_stale(path):
-    """Removes a mount left at PATH by an earlier run that crashed."""
-    if os.path.isdir(path) and is_mounted(path):
+    """Removes a mount left at PATH by an earlier run that crashed. A run killed outright
+    leaves its mount point dead ("Transport endpoint is not connected"): it is no directory
+    any more as far as stat can tell, so only the mount table is asked."""
+    if is_mounted(path):
         print(f"specx bench: {path} is still mounted from an earlier run; unmounting it",
               flush=True)
         unmount(path)
