@@ -17,9 +17,11 @@
  *
  * Progress and trust come from the program's own page table: /proc/PROGRAM/pagemap (bit 63,
  * present) tells which predicted chunks the program has touched. The copy keeps at most the
- * horizon's count of chunks outstanding (horizon.h: count and age), and starts dry: it only
- * predicts until the program has touched PROMOTE_HITS of its predictions in a row, then
- * prefetches what it had predicted and goes on prefetching (live).
+ * horizon's count of chunks outstanding (horizon.h: count and age; fewer in a small memory
+ * cgroup), and starts dry: it only predicts, a few chunks ahead, until the program has
+ * touched two of its predictions in a row, then prefetches what it had predicted and goes
+ * on prefetching (live). A copy running on zeros where the data decides its path (pointer
+ * chasing) thus never reaches the disk.
  *
  * Text (executable) mappings are left alone: the copy simply blocks on them. */
 #ifndef SPECX_FAULT_SPEC_H

@@ -1,0 +1,101 @@
+/* See memcg_limit.h. */
+#include "memcg_limit.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Larger values mean "no limit" (cgroup v1 reports one just below 2^63). */
+#define NO_LIMIT (1ull << 62)
+
+/* Reads small file PATH into buf (NUL-terminated); returns its length or -1. A raw read:
+ * inside libspecx.so read() is the runtime's wrapper, which in the speculative process
+ * emulates reads of regular files and takes /proc and cgroup files for empty. */
+static long read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    long n = syscall(SYS_read, fd, buf, size - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+/* Whether the comma-separated controller list [s, end) names the memory controller. */
+static bool lists_memory(const char *s, const char *end)
+{
+    while (s < end) {
+        const char *comma = memchr(s, ',', (size_t)(end - s));
+        const char *stop = comma ? comma : end;
+        if (stop - s == 6 && memcmp(s, "memory", 6) == 0)
+            return true;
+        s = stop + 1;
+    }
+    return false;
+}
+
+/* The path of this process's group in the v1 memory hierarchy (a line "N:...memory...:/path"
+ * of /proc/self/cgroup) or in the v2 one ("0::/path"), copied into out; false if none. */
+static bool own_group(bool v2, char *out, size_t size)
+{
+    char buf[4096];
+    if (read_small("/proc/self/cgroup", buf, sizeof buf) < 0)
+        return false;
+    for (char *line = buf; *line;) {
+        char *eol = strchr(line, '\n');
+        if (eol)
+            *eol = '\0';
+        char *controllers = strchr(line, ':');
+        char *path = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (path && (v2 ? path == controllers + 1 : lists_memory(controllers + 1, path)) &&
+            strlen(path + 1) < size) {
+            strcpy(out, path + 1);
+            return true;
+        }
+        line = eol ? eol + 1 : line + strlen(line);
+    }
+    return false;
+}
+
+static uint64_t parse_limit(const char *s)
+{
+    uint64_t v = 0;
+    if (*s < '0' || *s > '9')
+        return 0; /* v2 "max" */
+    for (; *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (uint64_t)(*s - '0');
+    return v >= NO_LIMIT ? 0 : v;
+}
+
+/* The limit file of GROUP under hierarchy ROOT, or 0. */
+static uint64_t limit_under(const char *root, const char *group, const char *file)
+{
+    char path[PATH_MAX], value[64];
+    if (strlen(root) + strlen(group) + strlen(file) + 2 > sizeof path)
+        return 0;
+    strcpy(path, root);
+    strcat(path, group);
+    strcat(path, "/");
+    strcat(path, file);
+    return read_small(path, value, sizeof value) > 0 ? parse_limit(value) : 0;
+}
+
+uint64_t specx_memcg_limit(void)
+{
+    char group[PATH_MAX - 64];
+    uint64_t limit = 0;
+    if (own_group(false, group, sizeof group))
+        limit = limit_under("/sys/fs/cgroup/memory", group, "memory.limit_in_bytes");
+    if (!limit && own_group(true, group, sizeof group)) {
+        limit = limit_under("/sys/fs/cgroup", group, "memory.max");
+        if (!limit)
+            limit = limit_under("/sys/fs/cgroup/unified", group, "memory.max");
+    }
+    return limit;
+}
