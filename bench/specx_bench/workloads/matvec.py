@@ -20,7 +20,7 @@ class Matvec(Workload):
     scales = {
         "full": {"n": 8192, "iterations": 2, "memory_limit_mb": 64},
         "demo": {"n": 2048, "iterations": 2, "memory_limit_mb": 16},
-        "test": {"n": 256, "iterations": 2, "memory_limit_mb": 64},
+        "test": {"n": 512, "iterations": 2, "memory_limit_mb": 64},
     }
 
     def generate(self, dest, params, progress):
