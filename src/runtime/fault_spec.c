@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -153,8 +152,9 @@ static void promote(void)
     }
 }
 
-/* Retires the n oldest predictions, which the program has passed; touched says whether it
- * touched the last of them (the others were looked at by the caller or are passed over). */
+/* Retires the n oldest predictions, which the program has passed; `touched`: the caller saw
+ * it touch the last of them (the earlier ones are looked at here). A dry copy is promoted
+ * once the program touched PROMOTE_HITS of them in a row. */
 static void retire(unsigned n, bool touched)
 {
     for (unsigned i = 0; i < n; i++) {
