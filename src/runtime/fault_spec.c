@@ -16,18 +16,21 @@
 #include "clock.h"
 #include "horizon.h"
 #include "maps.h"
-#include "memcg_limit.h"
+#include "kernel_limits.h"
 #include "prefetch.h"
 #include "privatize.h"
 #include "proc_path.h"
 #include "residency.h"
 #include "runtime.h"
-#include "spec.h"
 
-/* The unit of protection, prediction and prefetch: what one WILLNEED call reads on a FUSE
- * mount (DESIGN-NOTES §4), aligned in the file like the read path's prefetches. */
-#define CHUNK SPECX_PREFETCH_CHUNK
-#define CHUNK_PAGES (CHUNK / SPECX_PAGE_SIZE)
+/* The unit of protection, prediction and prefetch is a chunk: what one WILLNEED call reads,
+ * the device's read-ahead size (DESIGN-NOTES §4: 128 KiB on FUSE), aligned in the file. A
+ * smaller one would cost a device with a larger read-ahead more requests than the program's
+ * own readahead makes (matvec, 1 MiB read-ahead, 16 MiB cgroup: 1.74 s cold, 3.27 s with
+ * 128 KiB prefetches); a larger one, more memory per prediction. */
+#define MIN_CHUNK SPECX_PREFETCH_CHUNK
+#define MAX_CHUNK (1u << 20)
+#define MAX_CHUNK_PAGES (MAX_CHUNK / SPECX_PAGE_SIZE)
 #define MAX_REGIONS 32u
 /* Chunks the copy may have open at once; opening one more closes the oldest. Small: closing
  * costs one system call, and an open stand-in is memory the copy holds. */
@@ -46,11 +49,15 @@
  * 8 MiB outstanding (prefetches evicted one another and were read twice), 5 % faster with
  * 2 MiB. */
 #define MEMCG_SHARE 8u
+/* Without a memory cgroup, outstanding bytes are bounded as the read path's prefetches are:
+ * --horizon of its largest prefetches. */
+#define HORIZON_UNIT SPECX_PREFETCH_CHUNK
 
 /* A file mapping the copy speculates on. */
 struct region {
     uintptr_t start, end;
     uint64_t offset; /* file offset of start */
+    uint64_t chunk;  /* its chunk size */
     int prot, fd;    /* its own protection; the copy's descriptor of the file */
 };
 static struct region regions[MAX_REGIONS];
@@ -76,7 +83,8 @@ static struct prediction {
     bool issued; /* prefetched, not only predicted */
 } predictions[SPECX_HORIZON_MAX];
 static unsigned pred_oldest, pred_count;
-static unsigned horizon;    /* chunks that may be outstanding once live */
+static uint64_t pred_bytes;    /* outstanding */
+static uint64_t horizon_bytes; /* that may be outstanding once live */
 static bool live;           /* predictions are prefetched */
 static unsigned hits;       /* predictions touched in a row */
 static pid_t program;       /* the normal process; 0 until specx_fault_spec_begin */
@@ -95,9 +103,9 @@ static bool chunk_at(uintptr_t a, struct chunk *c)
         const struct region *r = &regions[i];
         if (a < r->start || a >= r->end)
             continue;
-        uintptr_t aligned = a - (r->offset + (a - r->start)) % CHUNK;
+        uintptr_t aligned = a - (r->offset + (a - r->start)) % r->chunk;
         *c = (struct chunk){ aligned < r->start ? r->start : aligned,
-                             aligned + CHUNK > r->end ? r->end : aligned + CHUNK, i };
+                             aligned + r->chunk > r->end ? r->end : aligned + r->chunk, i };
         return true;
     }
     return false;
@@ -118,7 +126,7 @@ static bool is_open(uintptr_t a)
 /* Has the program touched a page of c? Its page table maps the pages it touched (and kept). */
 static bool touched_by_program(const struct chunk *c)
 {
-    uint64_t entries[CHUNK_PAGES];
+    uint64_t entries[MAX_CHUNK_PAGES];
     size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
     /* Not pread(): inside libspecx.so that is the read path's wrapper, which emulates
      * reads of regular files in the speculative process (pagemap's st_size is 0). */
@@ -134,7 +142,8 @@ static void issue(struct prediction *p)
 {
     const struct region *r = &regions[p->c.r];
     uint64_t len = p->c.end - p->c.start;
-    specx_start_read(r->fd, file_offset(&p->c), len);
+    /* One call: a chunk is at most what one call reads. */
+    posix_fadvise(r->fd, (off_t)file_offset(&p->c), (off_t)len, POSIX_FADV_WILLNEED);
     p->issued = true;
     SPECX_COUNT(fault_prefetches, 1);
     SPECX_COUNT(fault_bytes, len);
@@ -165,6 +174,7 @@ static void retire(unsigned n, bool touched)
         hits = hit ? hits + 1 : 0;
         pred_oldest = (pred_oldest + 1) % SPECX_HORIZON_MAX;
         pred_count--;
+        pred_bytes -= p->c.end - p->c.start;
     }
     if (!live && hits >= PROMOTE_HITS)
         promote();
@@ -190,28 +200,35 @@ static bool retire_passed(void)
     return false;
 }
 
-/* The horizon in chunks: --horizon, and no more than MEMCG_SHARE of the memory cgroup's
- * limit (an out-of-core program's group is small: prefetches far ahead only evict each other,
- * or the program's data). */
-static unsigned chunk_horizon(void)
+/* The horizon in bytes: --horizon times HORIZON_UNIT, and no more than MEMCG_SHARE of the
+ * memory cgroup's limit (an out-of-core program's group is small: prefetches far ahead only
+ * evict each other, or the program's data). */
+static uint64_t byte_horizon(void)
 {
     uint64_t limit = specx_memcg_limit();
-    uint64_t fits = limit / MEMCG_SHARE / CHUNK;
-    if (!limit || fits >= specx.horizon)
-        return specx.horizon;
-    return fits > DRY_HORIZON ? (unsigned)fits : DRY_HORIZON;
+    uint64_t bytes = (uint64_t)specx.horizon * HORIZON_UNIT;
+    return limit && limit / MEMCG_SHARE < bytes ? limit / MEMCG_SHARE : bytes;
 }
 
-/* The horizon (§4.1.3): at most `horizon` chunks predicted and not yet touched by the
- * program, and none added while the oldest is over SPECX_HORIZON_MAX_AGE_NS old (idle page
- * cache is reclaimed within ~10 s here). Sleeps until the program catches up. */
-static void wait_for_program(void)
+/* Whether a live copy may predict `next` more bytes: at least one chunk may always be
+ * outstanding, or a chunk larger than the horizon would stop the copy for good. */
+static bool within_bytes(uint64_t next)
+{
+    return !live || pred_count == 0 || pred_bytes + next <= horizon_bytes;
+}
+
+/* The horizon (§4.1.3): at most --horizon predictions (DRY_HORIZON while dry) of at most
+ * horizon_bytes not yet touched by the program, and none added while the oldest is over
+ * SPECX_HORIZON_MAX_AGE_NS old (idle page cache is reclaimed within ~10 s here). Sleeps
+ * until the program catches up before predicting `next` bytes. */
+static void wait_for_program(uint64_t next)
 {
     uint64_t nap = PARK_MIN_NS;
     for (;;) {
         retire_touched();
         uint64_t age = pred_count ? specx_now_ns() - predictions[pred_oldest].time_ns : 0;
-        if (!specx_horizon_should_park(pred_count, age, live ? horizon : DRY_HORIZON))
+        if (!specx_horizon_should_park(pred_count, age, live ? specx.horizon : DRY_HORIZON) &&
+            within_bytes(next))
             return;
         if (retire_passed())
             continue;
@@ -236,6 +253,7 @@ static void predict(const struct chunk *c)
         return;
     struct prediction *p = &predictions[(pred_oldest + pred_count++) % SPECX_HORIZON_MAX];
     *p = (struct prediction){ *c, specx_now_ns(), false };
+    pred_bytes += c->end - c->start;
     if (live)
         issue(p);
     else
@@ -255,7 +273,7 @@ static bool nobody_asked(const struct chunk *c)
 /* Marks in vec the pages of c whose data is in memory and complete (mincore: a page being
  * read is not); returns whether all are. A chunk it cannot tell is taken as complete: the
  * copy then touches it as its program would. */
-static bool complete_pages(const struct chunk *c, unsigned char vec[CHUNK_PAGES])
+static bool complete_pages(const struct chunk *c, unsigned char vec[MAX_CHUNK_PAGES])
 {
     size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
     if (mincore((void *)c->start, c->end - c->start, vec) < 0)
@@ -269,7 +287,7 @@ static bool complete_pages(const struct chunk *c, unsigned char vec[CHUNK_PAGES]
 /* Opens the complete pages of c with the mapping's protection and maps zeros over the others
  * (the paper's fresh page frame): the copy never waits for a disk read, not even one the
  * program started, or it would only keep pace with the program's own readahead. */
-static void stand_in_incomplete(const struct chunk *c, const unsigned char vec[CHUNK_PAGES])
+static void stand_in_incomplete(const struct chunk *c, const unsigned char vec[MAX_CHUNK_PAGES])
 {
     int prot = regions[c->r].prot;
     size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
@@ -308,11 +326,11 @@ static void open_chunk(const struct chunk *c)
         window_used--;
     }
     retire_touched();
-    unsigned char vec[CHUNK_PAGES];
+    unsigned char vec[MAX_CHUNK_PAGES];
     bool stand_in = !complete_pages(c, vec);
     bool prefetch = stand_in && nobody_asked(c);
     if (prefetch) {
-        wait_for_program();
+        wait_for_program(c->end - c->start);
         stand_in = !complete_pages(c, vec); /* the program may have read it meanwhile */
     }
     if (stand_in)
@@ -373,10 +391,20 @@ static bool watching(void)
     pagemap = out_of_the_way(open(path, O_RDONLY | O_CLOEXEC));
     if (pagemap < 0)
         return false; /* no progress to measure, so no horizon: do not speculate */
-    horizon = chunk_horizon();
+    horizon_bytes = byte_horizon();
     struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_RESTART };
     sigemptyset(&sa.sa_mask);
     return sigaction(SIGSEGV, &sa, NULL) == 0;
+}
+
+/* The chunk of a file on device dev: its read-ahead size, a power of two between MIN_CHUNK
+ * and MAX_CHUNK (MIN_CHUNK if unknown). */
+static uint64_t chunk_size(dev_t dev)
+{
+    uint64_t readahead = specx_readahead_bytes(dev), chunk = MIN_CHUNK;
+    while (chunk * 2 <= readahead && chunk * 2 <= MAX_CHUNK)
+        chunk *= 2;
+    return chunk;
 }
 
 /* Covers [start, end) of file fd (from offset), which the caller hands over. */
@@ -390,7 +418,8 @@ static void cover(uintptr_t start, uintptr_t end, uint64_t offset, int prot, int
         close(fd);
         return;
     }
-    regions[nregions++] = (struct region){ start, end, offset, prot, out_of_the_way(fd) };
+    regions[nregions++] =
+        (struct region){ start, end, offset, chunk_size(st.st_dev), prot, out_of_the_way(fd) };
 }
 
 void specx_fault_spec_begin(pid_t normal)

@@ -1,10 +1,12 @@
-/* See memcg_limit.h. */
-#include "memcg_limit.h"
+/* See kernel_limits.h. */
+#include "kernel_limits.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,13 +65,18 @@ static bool own_group(bool v2, char *out, size_t size)
     return false;
 }
 
-static uint64_t parse_limit(const char *s)
+/* A decimal number at the start of s; 0 for none (cgroup v2 says "max"). */
+static uint64_t parse_number(const char *s)
 {
     uint64_t v = 0;
-    if (*s < '0' || *s > '9')
-        return 0; /* v2 "max" */
     for (; *s >= '0' && *s <= '9'; s++)
         v = v * 10 + (uint64_t)(*s - '0');
+    return v;
+}
+
+static uint64_t parse_limit(const char *s)
+{
+    uint64_t v = parse_number(s);
     return v >= NO_LIMIT ? 0 : v;
 }
 
@@ -98,4 +105,22 @@ uint64_t specx_memcg_limit(void)
             limit = limit_under("/sys/fs/cgroup/unified", group, "memory.max");
     }
     return limit;
+}
+
+/* Reads the number in file PATH (formatted with the device's numbers); 0 if none. The
+ * speculative process is a clone of a single-threaded program: snprintf holds no lock
+ * another thread could have taken. */
+static uint64_t number_in(const char *format, dev_t dev)
+{
+    char path[128], value[32];
+    snprintf(path, sizeof path, format, major(dev), minor(dev));
+    return read_small(path, value, sizeof value) > 0 ? parse_number(value) : 0;
+}
+
+uint64_t specx_readahead_bytes(dev_t dev)
+{
+    uint64_t kb = number_in("/sys/class/bdi/%u:%u/read_ahead_kb", dev);
+    if (!kb)
+        kb = number_in("/sys/dev/block/%u:%u/../queue/read_ahead_kb", dev);
+    return kb * 1024;
 }
