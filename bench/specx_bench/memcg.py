@@ -4,7 +4,10 @@ and v2 (most users' systems). The group is made for one run and removed afterwar
 the run fails."""
 import contextlib
 import dataclasses
+import errno
 import os
+import signal
+import time
 
 V1, V2 = "v1", "v2"
 
@@ -105,6 +108,26 @@ class Group:
             return None
 
 
+def _remove(path, timeout_s=30):
+    """Removes the group at PATH once its processes are gone. The timed program has ended when
+    this runs, but what it leaves in the group may need a moment to go: a speculative copy
+    that dies with it, a process still freeing swapped-out memory. The run is over, so they
+    are killed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            for pid in map(int, f.read().split()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def limited(name, limit_bytes, hierarchy=None):
     """A fresh memory cgroup NAME limited to LIMIT_BYTES, removed when the block ends (its
@@ -120,4 +143,4 @@ def limited(name, limit_bytes, hierarchy=None):
             f.write(str(limit_bytes))
         yield Group(path, hierarchy.version)
     finally:
-        os.rmdir(path)
+        _remove(path)
