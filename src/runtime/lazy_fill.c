@@ -7,10 +7,13 @@
  * - present: copied with process_vm_readv + UFFDIO_COPY, in batches of up to BATCH_PAGES
  *   (1.4-7 us per page in batches against 10-60 us one by one, measured here);
  * - swapped out (bit 62): the paper's swap speculation (§4.1.2) — MADV_WILLNEED on the
- *   program (process_madvise) reads it into the swap cache the program shares, and the copy
- *   goes on with a zero page in its place, as the paper's kernel maps a fresh frame;
+ *   program (process_madvise) starts reading the batch's swapped pages into the swap cache the
+ *   program shares, all at once, then they are pulled like present ones: the copy waits for
+ *   them, as the copy of a plain fork would. The paper's kernel maps a fresh frame instead and
+ *   goes on; measured here, zeros in their place left a copy whose path depends on that
+ *   memory predicting nothing (296 of 300 reads stalled, against 43 when it waits);
  * - absent (never touched, or dropped): a zero page, exactly what the program would read.
- * Nothing here blocks on the program's swap or changes the program's memory.
+ * Nothing here changes what the program's memory holds.
  *
  * Everything here runs in the copy, partly in a signal handler: system calls only. */
 #include "lazy_memory.h"
@@ -33,10 +36,9 @@
 
 #define PAGE 4096ul
 #define BATCH_PAGES 32u
-/* The copy lives in the program's memory cgroup: it keeps at most this much of what it pulled
- * and drops the oldest batches beyond (a dropped page is pulled again at its next touch; what
- * the copy wrote there is lost, which only changes the copy's predictions). */
-#define FOOTPRINT_MAX (64ul << 20)
+/* The copy lives in the program's memory cgroup: it keeps at most its budget (lazy_budget.c)
+ * of what it pulled and drops the oldest batches beyond (a dropped page is pulled again at its
+ * next touch; what the copy wrote there is lost, which only changes the copy's predictions). */
 #define HELD_BATCHES 4096u
 
 #define PM_PRESENT (1ull << 63)
@@ -145,15 +147,15 @@ static int pull(unsigned long addr, unsigned long len)
     return install_copy(addr, batch, len);
 }
 
-/* Swapped-out pages: prefetched into the program's swap cache; zeros stand in here. */
+/* Swapped-out pages: their reads into the program's swap cache start together, then the copy
+ * pulls them (and waits for them). */
 static int prefetch_swapped(unsigned long addr, unsigned long len)
 {
     struct iovec range = { (void *)addr, len };
     if (pidfd >= 0 &&
         syscall(SYS_process_madvise, pidfd, &range, 1UL, MADV_WILLNEED, 0U) == (long)len)
         SPECX_COUNT(lazy_swap_prefetches, len / PAGE);
-    SPECX_COUNT(lazy_zero, len / PAGE);
-    return install_zero(addr, len);
+    return pull(addr, len);
 }
 
 static int zero(unsigned long addr, unsigned long len)
@@ -185,7 +187,7 @@ static unsigned long batch_end(unsigned long page, const struct specx_lazy_regio
 /* Keeps the copy's footprint bounded: the oldest batches go first. */
 static void hold(unsigned long addr, unsigned long len)
 {
-    while (held_count == HELD_BATCHES || (held_count > 0 && held_bytes + len > FOOTPRINT_MAX)) {
+    while (held_count == HELD_BATCHES || (held_count > 0 && held_bytes + len > lazy->budget)) {
         struct held *old = &held[held_first];
         syscall(SYS_madvise, (void *)old->addr, old->len, MADV_DONTNEED);
         SPECX_COUNT(lazy_dropped, old->len / PAGE);

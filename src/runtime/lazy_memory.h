@@ -35,6 +35,7 @@ struct specx_lazy_set {
     unsigned n;
     struct specx_lazy_region r[SPECX_LAZY_MAX_REGIONS];
     sigset_t signals; /* the program's signal mask, while they are left out */
+    unsigned long budget; /* bytes of pulled pages the copy may keep (specx_lazy_budget) */
 };
 
 /* --- program side (lazy_regions.c) --- */
@@ -47,6 +48,10 @@ bool specx_lazy_wanted(void);
  * blocked until specx_lazy_restore (or, in the copy, specx_lazy_reserve): a handler of the
  * program that forked meanwhile would give its child no such regions. */
 void specx_lazy_exclude(struct specx_lazy_set *set);
+
+/* How much of what it pulls a copy may keep: an eighth of the program's memory cgroup limit,
+ * at most 64 MiB (lazy_budget.c). */
+unsigned long specx_lazy_budget(void);
 
 /* Right after the clone, in the program: MADV_DOFORK again, so that the program's own forks
  * copy those regions as always. */

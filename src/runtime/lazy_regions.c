@@ -90,6 +90,7 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
     size_t size;
     if (specx_maps_read(&buf, &size) < 0)
         return;
+    set->budget = specx_lazy_budget();
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &set->signals);

@@ -49,8 +49,8 @@
     X(refork_wait_ns,    "time it then waited for the new copy to enter its sandbox (preemptible)") \
     X(refork_fast,       "reforks that left the large anonymous regions out (--refork=fast)") \
     X(lazy_pulled,       "pages fast-reforked copies pulled from the program (lazy_memory.h)") \
-    X(lazy_zero,         "pages they mapped as zeros: absent in the program, or swapped out") \
-    X(lazy_swap_prefetches, "swapped-out program pages they prefetched into the swap cache") \
+    X(lazy_zero,         "pages they mapped as zeros: absent in the program (never touched)") \
+    X(lazy_swap_prefetches, "swapped-out program pages they read into the swap cache, then pulled") \
     X(lazy_dropped,      "pulled pages they dropped again to bound their footprint")
 
 /* Why speculation was off in a process (slot flags). */
