@@ -30,9 +30,7 @@ static long read_small(const char *path, char *buf, size_t size)
     return n;
 }
 
-/* The memory cgroup's path from /proc/self/cgroup: the v1 line naming the memory controller
- * ("4:memory:/a/b"), else the v2 line ("0::/a/b"). Points into BUF; NULL if none. */
-static const char *memory_cgroup(char *buf, bool *v1)
+const char *specx_memory_cgroup(char *buf, bool *v1)
 {
     const char *v2_path = NULL;
     for (char *line = buf, *next; line && *line; line = next) {
@@ -66,7 +64,7 @@ static unsigned long cgroup_limit(void)
     bool v1;
     const char *group;
     if (read_small("/proc/self/cgroup", groups, sizeof groups) <= 0 ||
-        !(group = memory_cgroup(groups, &v1)))
+        !(group = specx_memory_cgroup(groups, &v1)))
         return 0;
     strcpy(path, v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup");
     strncat(path, group, 4096);
@@ -78,14 +76,17 @@ static unsigned long cgroup_limit(void)
     return end == value ? 0 : (unsigned long)limit;
 }
 
+unsigned long specx_lazy_budget_of(unsigned long limit)
+{
+    unsigned long budget = limit && limit / BUDGET_SHARE < BUDGET_MAX ? limit / BUDGET_SHARE
+                                                                      : BUDGET_MAX;
+    return budget < BUDGET_MIN ? BUDGET_MIN : budget;
+}
+
 unsigned long specx_lazy_budget(void)
 {
     static unsigned long budget;
-    if (budget == 0) {
-        unsigned long limit = cgroup_limit();
-        budget = limit && limit / BUDGET_SHARE < BUDGET_MAX ? limit / BUDGET_SHARE : BUDGET_MAX;
-        if (budget < BUDGET_MIN)
-            budget = BUDGET_MIN;
-    }
+    if (budget == 0)
+        budget = specx_lazy_budget_of(cgroup_limit());
     return budget;
 }
