@@ -347,8 +347,12 @@ def test_signal_unmounts_a_foreground_server(workdir, sig, specx):
     (workdir / "b" / "f").write_text("data")
     mnt = workdir / "m"
     mnt.mkdir()
+    # A shell starts background jobs with SIGINT ignored, and libfuse (like most servers)
+    # leaves an ignored signal ignored: give the server the default disposition, as a
+    # foreground command typed at a terminal has, whatever way the tests were started.
     server = subprocess.Popen([specx, "slowfs", *FAST, workdir / "b", mnt],
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
     with contextlib.ExitStack() as cleanup:
         cleanup.callback(lambda: str(mnt) in mount_points() and
                          subprocess.run(["umount", "-l", str(mnt)]))
