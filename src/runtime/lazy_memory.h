@@ -21,8 +21,12 @@
 /* Environment variable set by `specx run --refork=fast` (or --cow=one-way): "fast". */
 #define SPECX_REFORK_ENV "SPECX_REFORK"
 
-/* Regions smaller than this are cloned as usual: their page tables cost little to copy. */
+/* Regions smaller than this are cloned as usual: their page tables cost little to copy.
+ * (A build may lower it, -DSPECX_LAZY_MIN_REGION=..., to run a test corpus of small programs
+ * through the fast refork.) */
+#ifndef SPECX_LAZY_MIN_REGION
 #define SPECX_LAZY_MIN_REGION (4ul << 20)
+#endif
 #define SPECX_LAZY_MAX_REGIONS 64u
 
 struct specx_lazy_region {
