@@ -90,6 +90,9 @@ void run_report_table(FILE *out, const struct run_result *r)
             t->stalls, seconds(t->stall_ns));
     fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "  on data still arriving",
             t->inflight_waits, seconds(t->inflight_wait_ns));
+    if (t->residency_denied)
+        fprintf(out, "  %-40s %12" PRIu64 "  not owned, not writable: cachestat says EPERM\n",
+                "reads whose residency the kernel hides", t->residency_denied);
     fprintf(out, "  %-40s %12" PRIu64 "  getrusage: faults that read the disk\n",
             "major page faults of normal execution", t->majflt);
     fprintf(out, "  %-40s %12" PRIu64 "  %.1f MiB, %" PRIu64 " touched by the program, "

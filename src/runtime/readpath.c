@@ -177,8 +177,14 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     if (off == SPECX_AT_FILE_OFFSET && (off = lseek(fd, 0, SEEK_CUR)) < 0)
         return SPECX_READ_PASS; /* pipes, sockets, terminals */
     int64_t cached = specx_cached_pages(fd, (uint64_t)off, want);
-    if (cached < 0)
+    if (cached < 0) {
+        /* cachestat (and mincore, which has the same rule) tells the page cache's state of
+         * a file only to a caller that owns it or may write it: others could use it to spy
+         * on each other. Such reads cannot be told from stalls: they pass uncounted. */
+        if (errno == EPERM)
+            SPECX_COUNT(residency_denied, 1);
         return SPECX_READ_PASS;
+    }
     *r = (struct specx_read){ .fd = fd, .off = (uint64_t)off, .len = want };
     struct stat st;
     bool have_st = false;

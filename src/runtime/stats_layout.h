@@ -18,6 +18,7 @@
  * normal process and, for the spec_* counters, by its speculative process. */
 #define SPECX_COUNTERS(X) \
     X(reads,             "read calls on regular files checked for residency") \
+    X(residency_denied,  "reads not checked: the kernel hides the file's page cache (EPERM)") \
     X(stalls,            "I/O stalls: reads of data that was not in memory") \
     X(stall_ns,          "time blocked in those reads, including synchronization") \
     X(inflight_waits,    "reads of data in memory but still arriving (took > 0.5 ms)") \
