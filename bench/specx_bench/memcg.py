@@ -108,6 +108,21 @@ class Group:
             return None
 
 
+    def oom_kills(self):
+        """Processes the group's OOM killer has killed so far (None when the kernel does not
+        say): the "oom_kill" line of memory.events (v2) or memory.oom_control (v1)."""
+        name = "memory.events" if self.version == V2 else "memory.oom_control"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return None
+
+
 def _remove(path, timeout_s=30):
     """Removes the group at PATH once its processes are gone. The timed program has ended when
     this runs, but what it leaves in the group may need a moment to go: a speculative copy

@@ -7,7 +7,9 @@
 #include "sandbox_open_trap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -37,11 +39,30 @@ static int forbid_core_dumps(void)
     return 0;
 }
 
+/* The copy shares the program's memory cgroup: when the group runs out, the kernel's OOM
+ * killer must take the copy, never the program (whose fate would then differ from a run
+ * without specx). The highest score makes the copy the first victim whatever its size;
+ * raising one's own score needs no privilege. */
+static int volunteer_for_oom_kill(void)
+{
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    /* dprintf writes through libc's internal write, not the runtime's wrapper of write(2),
+     * which swallows output to descriptors 1 and 2 in the copy. */
+    int err = dprintf(fd, "1000") == 4 ? 0 : -EIO;
+    close(fd);
+    return err;
+}
+
 int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
                         const uint32_t *shared_wait)
 {
     /* Normally done by the runtime in the parent; here only if it was not. */
     int err = specx_filter_compiled() ? 0 : specx_sandbox_prepare();
+    /* Before the copy stops being dumpable: then /proc/self belongs to root. */
+    if (err == 0)
+        err = volunteer_for_oom_kill();
     if (err == 0)
         err = forbid_core_dumps();
     /* First restriction: file pointers copied, shared memory copy-on-write. */

@@ -224,6 +224,23 @@ static void op_link(char **a) { status("link", link(a[1], a[2])); }
 static void op_truncate(char **a) { status("truncate", truncate(a[1], atol(a[2]))); }
 static void op_chmod(char **a) { status("chmod", chmod(a[1], (mode_t)strtol(a[2], NULL, 8))); }
 
+/* --- memory ------------------------------------------------------------------------------- */
+
+/* Fills MIB mebibytes of fresh anonymous memory and keeps it: memory-cgroup pressure. */
+static void op_fill(char **a)
+{
+    size_t len = (size_t)atol(a[1]) << 20;
+    unsigned char *p = malloc(len);
+    if (!p)
+        return status("fill", -1);
+    for (size_t i = 0; i < len; i += 4096)
+        p[i] = (unsigned char)(i >> 12);
+    unsigned long sum = 0;
+    for (size_t i = 0; i < len; i += 4096)
+        sum += p[i];
+    result("fill", "%zu MiB, sum %lu", len >> 20, sum);
+}
+
 /* --- output ------------------------------------------------------------------------------- */
 
 static void op_print(char **a) { result("print", "%s", a[1]); }
@@ -437,7 +454,7 @@ static const struct {
     {"killchild", 1, op_killchild}, {"tcp", 1, op_tcp},         {"mapwrite", 2, op_mapwrite},
     {"shmanon", 1, op_shmanon},   {"sysv", 1, op_sysv},         {"stdin", 1, op_stdin},
     {"sleep", 1, op_sleep},       {"exit", 1, op_exit},         {"crash", 0, op_crash},
-    {"abort", 0, op_abort},
+    {"abort", 0, op_abort},       {"fill", 1, op_fill},
 };
 
 /* Splits LINE into the operation and its arguments; returns the argument count or -1. */
