@@ -1,5 +1,6 @@
 /* See kernel_limits.h. */
 #include "kernel_limits.h"
+#include "lazy_memory.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,42 +28,6 @@ static long read_small(const char *path, char *buf, size_t size)
         return -1;
     buf[n] = '\0';
     return n;
-}
-
-/* Whether the comma-separated controller list [s, end) names the memory controller. */
-static bool lists_memory(const char *s, const char *end)
-{
-    while (s < end) {
-        const char *comma = memchr(s, ',', (size_t)(end - s));
-        const char *stop = comma ? comma : end;
-        if (stop - s == 6 && memcmp(s, "memory", 6) == 0)
-            return true;
-        s = stop + 1;
-    }
-    return false;
-}
-
-/* The path of this process's group in the v1 memory hierarchy (a line "N:...memory...:/path"
- * of /proc/self/cgroup) or in the v2 one ("0::/path"), copied into out; false if none. */
-static bool own_group(bool v2, char *out, size_t size)
-{
-    char buf[4096];
-    if (read_small("/proc/self/cgroup", buf, sizeof buf) < 0)
-        return false;
-    for (char *line = buf; *line;) {
-        char *eol = strchr(line, '\n');
-        if (eol)
-            *eol = '\0';
-        char *controllers = strchr(line, ':');
-        char *path = controllers ? strchr(controllers + 1, ':') : NULL;
-        if (path && (v2 ? path == controllers + 1 : lists_memory(controllers + 1, path)) &&
-            strlen(path + 1) < size) {
-            strcpy(out, path + 1);
-            return true;
-        }
-        line = eol ? eol + 1 : line + strlen(line);
-    }
-    return false;
 }
 
 /* A decimal number at the start of s; 0 for none (cgroup v2 says "max"). */
@@ -95,16 +60,16 @@ static uint64_t limit_under(const char *root, const char *group, const char *fil
 
 uint64_t specx_memcg_limit(void)
 {
-    char group[PATH_MAX - 64];
-    uint64_t limit = 0;
-    if (own_group(false, group, sizeof group))
-        limit = limit_under("/sys/fs/cgroup/memory", group, "memory.limit_in_bytes");
-    if (!limit && own_group(true, group, sizeof group)) {
-        limit = limit_under("/sys/fs/cgroup", group, "memory.max");
-        if (!limit)
-            limit = limit_under("/sys/fs/cgroup/unified", group, "memory.max");
-    }
-    return limit;
+    char groups[4096];
+    bool v1;
+    const char *group;
+    if (read_small("/proc/self/cgroup", groups, sizeof groups) <= 0 ||
+        !(group = specx_memory_cgroup(groups, &v1)))
+        return 0;
+    if (v1)
+        return limit_under("/sys/fs/cgroup/memory", group, "memory.limit_in_bytes");
+    uint64_t limit = limit_under("/sys/fs/cgroup", group, "memory.max");
+    return limit ? limit : limit_under("/sys/fs/cgroup/unified", group, "memory.max");
 }
 
 /* Reads the number in file PATH (formatted with the device's numbers); 0 if none. The

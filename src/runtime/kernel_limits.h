@@ -9,8 +9,8 @@
 #include <sys/types.h>
 
 /* The limit in bytes of this process's own memory cgroup (cgroup v1 memory.limit_in_bytes
- * or v2 memory.max, at their usual mount points), or 0 when it has none. Limits of
- * ancestor groups are not looked at. */
+ * or v2 memory.max, at their usual mount points; the group found by lazy_memory.h's
+ * specx_memory_cgroup), or 0 when it has none. Limits of ancestor groups are not looked at. */
 uint64_t specx_memcg_limit(void);
 
 /* The read-ahead size in bytes of the device holding files of st_dev DEV
