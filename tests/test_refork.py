@@ -90,3 +90,20 @@ def test_fast_refork_one_way_cow(tmp_path, cold_file):
     # runtime's own small allocations).
     assert b["minflt"] >= n["minflt"] + PAGES * 9 // 10
     assert f["minflt"] <= n["minflt"] + PAGES // 100
+
+
+@pytest.mark.root
+def test_a_big_region_merged_with_the_tls_is_still_left_out(tmp_path, cold_file):
+    """A program's first big malloc lands right below the main thread's TLS and merges with
+    it into one mapping: the clone keeps the TLS and still leaves the rest of it out."""
+    opvm = BUILD / "tests" / "safety" / "opvm"
+    script = tmp_path / "fill.ops"
+    script.write_text(f"fill 40\npread {cold_file} 0 4096\nfill 16\nexit 0\n")
+    evict(cold_file)
+    plain = subprocess.run([opvm, script], capture_output=True, text=True, check=True).stdout
+    evict(cold_file)
+    report = tmp_path / "fast.json"
+    proc = run_specx("run", "--json", report, "--refork=fast", "--", opvm, script)
+    assert (proc.returncode, proc.stdout) == (0, plain), proc.stderr
+    total = json.loads(report.read_text())["total"]
+    assert total["refork_attempts"] >= 1 and total["refork_fast"] == total["refork_attempts"]

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "residency.h"
 #include "runtime.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -52,11 +53,6 @@ bool specx_lazy_wanted(void)
     return usable;
 }
 
-static bool contains(const struct specx_mapping *m, unsigned long addr)
-{
-    return addr >= m->start && addr < m->end;
-}
-
 /* Anonymous memory as /proc/PID/maps names it: nothing, the heap, or a name given with
  * PR_SET_VMA_ANON_NAME (newer glibc names its malloc arenas so). */
 static bool anonymous_name(const char *path)
@@ -64,17 +60,56 @@ static bool anonymous_name(const char *path)
     return path[0] == '\0' || strcmp(path, "[heap]") == 0 || strncmp(path, "[anon:", 6) == 0;
 }
 
-/* A large private anonymous writable region (the heap or a big mmap) that nothing between the
- * clone and specx_lazy_attach needs: not the stack we run on, not the thread control block
- * (the stack protector's canary and errno live there) and not the runtime's own state. */
-static bool leave_out(const struct specx_mapping *m)
+/* Below the thread pointer lie the static TLS blocks of every loaded object (errno among
+ * them), above it the thread control block (the stack protector's canary): kept with a margin
+ * that covers any ordinary program's static TLS. */
+#define TLS_BELOW (1ul << 20)
+#define TCB_ABOVE (64ul << 10)
+
+static bool contains(const struct specx_mapping *m, unsigned long addr)
 {
-    unsigned long sp = (unsigned long)__builtin_frame_address(0);
-    unsigned long tp = (unsigned long)__builtin_thread_pointer();
-    return !m->shared && (m->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
-           m->inode == 0 && anonymous_name(m->path) &&
-           m->end - m->start >= SPECX_LAZY_MIN_REGION && !contains(m, sp) &&
-           !contains(m, tp) && !contains(m, (unsigned long)&specx);
+    return addr >= m->start && addr < m->end;
+}
+
+/* When addr lies in the mapping, cuts [addr - below, addr + above) out of *r, keeping the
+ * larger part that remains. (Only then: what lives around addr lies in addr's mapping.) */
+static void keep_around(struct specx_lazy_region *r, const struct specx_mapping *m,
+                        unsigned long addr, unsigned long below, unsigned long above)
+{
+    if (!contains(m, addr))
+        return;
+    unsigned long lo = (addr - m->start > below ? addr - below : m->start) &
+                       ~(unsigned long)(SPECX_PAGE_SIZE - 1);
+    unsigned long hi = (addr + above + SPECX_PAGE_SIZE - 1) & ~(unsigned long)(SPECX_PAGE_SIZE - 1);
+    if (hi <= r->start || lo >= r->end)
+        return;
+    unsigned long part_below = lo > r->start ? lo - r->start : 0;
+    unsigned long part_above = hi < r->end ? r->end - hi : 0;
+    if (part_below >= part_above)
+        r->end = r->start + part_below;
+    else
+        r->start = hi;
+}
+
+/* The part of a large private anonymous writable region (the heap or a big mmap) that a
+ * clone may leave out: not what runs between the clone and specx_lazy_attach — the stack we
+ * run on, the thread's TLS and control block, the runtime's own state. A big mmap often
+ * lands right below the main thread's TLS and merges with it into one mapping (seen: a
+ * program's first 40 MiB malloc): the rest of it is still left out (madvise splits the
+ * mapping). Returns false when too little remains. */
+static bool leave_out(const struct specx_mapping *m, struct specx_lazy_region *r)
+{
+    if (m->shared || (m->prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE) ||
+        m->inode != 0 || !anonymous_name(m->path))
+        return false;
+    /* The stack we run on (an alternate one, a coroutine's) and the runtime's static data
+     * (all of it, not only `specx`) are needed whole. */
+    if (contains(m, (unsigned long)__builtin_frame_address(0)) ||
+        contains(m, (unsigned long)&specx))
+        return false;
+    *r = (struct specx_lazy_region){ m->start, m->end, m->prot };
+    keep_around(r, m, (unsigned long)__builtin_thread_pointer(), TLS_BELOW, TCB_ABOVE);
+    return r->end - r->start >= SPECX_LAZY_MIN_REGION;
 }
 
 /* The raw system call: our own exported madvise would count this as the program's advice. */
@@ -97,8 +132,8 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
     for (char *line = buf; *line && set->n < SPECX_LAZY_MAX_REGIONS;) {
         struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
-        struct specx_lazy_region r = { m.start, m.end, m.prot };
-        if (leave_out(&m) && fork_advice(&r, MADV_DONTFORK) == 0)
+        struct specx_lazy_region r;
+        if (leave_out(&m, &r) && fork_advice(&r, MADV_DONTFORK) == 0)
             set->r[set->n++] = r;
     }
     munmap(buf, size);
