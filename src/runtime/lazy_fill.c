@@ -96,39 +96,38 @@ static const struct specx_lazy_region *region_of(unsigned long addr)
 
 /* --- filling ------------------------------------------------------------------------------ */
 
-/* Installs [dst, dst + len) from src; a page filled already (EEXIST) is skipped. 0 or -errno. */
-static int install_copy(unsigned long dst, const char *src, unsigned long len)
+/* One UFFDIO_COPY from src, or UFFDIO_ZEROPAGE when src is NULL; *done: bytes installed
+ * before it stopped (the kernel's count, negative on error). */
+static int install_once(unsigned long dst, const char *src, unsigned long len, long long *done)
 {
-    while (len > 0) {
+    if (src) {
         struct uffdio_copy c = { .dst = dst, .src = (unsigned long)src, .len = len };
-        if (ioctl(uffd, UFFDIO_COPY, &c) == 0)
-            return 0;
-        if (errno != EEXIST && errno != EAGAIN)
-            return -errno;
-        unsigned long done = c.copy > 0 ? (unsigned long)c.copy : 0;
-        if (errno == EEXIST)
-            done += PAGE;
-        done = done < len ? done : len;
-        dst += done;
-        src += done;
-        len -= done;
+        int ret = ioctl(uffd, UFFDIO_COPY, &c);
+        *done = c.copy;
+        return ret;
     }
-    return 0;
+    struct uffdio_zeropage z = { .range = { .start = dst, .len = len } };
+    int ret = ioctl(uffd, UFFDIO_ZEROPAGE, &z);
+    *done = z.zeropage;
+    return ret;
 }
 
-static int install_zero(unsigned long dst, unsigned long len)
+/* Installs [dst, dst + len) from src (zeros when src is NULL); a page filled already (EEXIST)
+ * is skipped. 0 or -errno. */
+static int install(unsigned long dst, const char *src, unsigned long len)
 {
     while (len > 0) {
-        struct uffdio_zeropage z = { .range = { .start = dst, .len = len } };
-        if (ioctl(uffd, UFFDIO_ZEROPAGE, &z) == 0)
+        long long copied;
+        if (install_once(dst, src, len, &copied) == 0)
             return 0;
         if (errno != EEXIST && errno != EAGAIN)
             return -errno;
-        unsigned long done = z.zeropage > 0 ? (unsigned long)z.zeropage : 0;
+        unsigned long done = copied > 0 ? (unsigned long)copied : 0;
         if (errno == EEXIST)
             done += PAGE;
         done = done < len ? done : len;
         dst += done;
+        src = src ? src + done : NULL;
         len -= done;
     }
     return 0;
@@ -144,7 +143,7 @@ static int pull(unsigned long addr, unsigned long len)
     if ((unsigned long)got < len)
         memset(batch + got, 0, len - (unsigned long)got);
     SPECX_COUNT(lazy_pulled, len / PAGE);
-    return install_copy(addr, batch, len);
+    return install(addr, batch, len);
 }
 
 /* Swapped-out pages: their reads into the program's swap cache start together, then the copy
@@ -161,7 +160,7 @@ static int prefetch_swapped(unsigned long addr, unsigned long len)
 static int zero(unsigned long addr, unsigned long len)
 {
     SPECX_COUNT(lazy_zero, len / PAGE);
-    return install_zero(addr, len);
+    return install(addr, NULL, len);
 }
 
 /* Where the program's page stands, from its pagemap entry. */
