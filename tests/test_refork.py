@@ -89,7 +89,9 @@ def test_fast_refork_one_way_cow(tmp_path, cold_file):
     # lives; one-way copy-on-write adds no such fault (1 % of the pages as a margin for the
     # runtime's own small allocations).
     assert b["minflt"] >= n["minflt"] + PAGES * 9 // 10
-    assert f["minflt"] <= n["minflt"] + PAGES // 100
+    # What every clone costs whatever the program's size stays: its stack, data and small
+    # heap are still forked plainly (measured ≈ 50 pages per copy); 64 per copy as a margin.
+    assert f["minflt"] <= n["minflt"] + PAGES // 100 + 64 * f["spec_created"]
 
 
 @pytest.mark.root

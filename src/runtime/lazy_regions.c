@@ -2,7 +2,9 @@
  * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
 #include "lazy_memory.h"
 
+#include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +22,39 @@ static bool requested;    /* SPECX_REFORK=fast */
 static bool program_owns; /* the program used MADV_DONTFORK or MADV_WIPEONFORK itself */
 static int usable = -1;   /* userfaultfd works here (-1: not tried yet) */
 
+/* Below the thread pointer lie the static TLS blocks of every object loaded at start (errno
+ * among them) and a surplus that objects opened later may take; above it the thread control
+ * block (the stack protector's canary). What a clone must keep around the thread pointer. */
+#define TLS_SURPLUS (64ul << 10)
+#define TLS_UNKNOWN (1ul << 20) /* when the loader does not say where the blocks are */
+#define TCB_ABOVE (64ul << 10)
+static unsigned long tls_below = TLS_UNKNOWN;
+
+static int note_tls_block(struct dl_phdr_info *info, size_t size, void *lowest)
+{
+    unsigned long *low = lowest;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_tls_data) + sizeof info->dlpi_tls_data &&
+        info->dlpi_tls_data && (unsigned long)info->dlpi_tls_data < *low)
+        *low = (unsigned long)info->dlpi_tls_data;
+    return 0;
+}
+
+/* Asked once, at start: the loader's lock must not be taken at a stall, which may come in a
+ * signal handler. */
+static void measure_static_tls(void)
+{
+    unsigned long tp = (unsigned long)__builtin_thread_pointer(), low = tp;
+    dl_iterate_phdr(note_tls_block, &low);
+    if (low < tp)
+        tls_below = tp - low + TLS_SURPLUS;
+}
+
 __attribute__((constructor)) static void read_refork_mode(void)
 {
     const char *mode = getenv(SPECX_REFORK_ENV);
     requested = mode && strcmp(mode, "fast") == 0;
+    if (requested)
+        measure_static_tls();
 }
 
 /* The program's own fork-time advice: restoring MADV_DOFORK after our clone would undo it
@@ -59,12 +90,6 @@ static bool anonymous_name(const char *path)
 {
     return path[0] == '\0' || strcmp(path, "[heap]") == 0 || strncmp(path, "[anon:", 6) == 0;
 }
-
-/* Below the thread pointer lie the static TLS blocks of every loaded object (errno among
- * them), above it the thread control block (the stack protector's canary): kept with a margin
- * that covers any ordinary program's static TLS. */
-#define TLS_BELOW (1ul << 20)
-#define TCB_ABOVE (64ul << 10)
 
 static bool contains(const struct specx_mapping *m, unsigned long addr)
 {
@@ -108,7 +133,7 @@ static bool leave_out(const struct specx_mapping *m, struct specx_lazy_region *r
         contains(m, (unsigned long)&specx))
         return false;
     *r = (struct specx_lazy_region){ m->start, m->end, m->prot };
-    keep_around(r, m, (unsigned long)__builtin_thread_pointer(), TLS_BELOW, TCB_ABOVE);
+    keep_around(r, m, (unsigned long)__builtin_thread_pointer(), tls_below, TCB_ABOVE);
     return r->end - r->start >= SPECX_LAZY_MIN_REGION;
 }
 
