@@ -16,7 +16,7 @@ import pytest
 from conftest import BUILD, REPO, run_specx
 
 sys.path.insert(0, str(REPO / "bench"))
-from specx_bench import memcg, swapspace  # noqa: E402
+from specx_bench import cli, memcg, runner, swapspace  # noqa: E402
 from specx_bench.workloads import WORKLOADS  # noqa: E402
 from specx_bench.workloads.stencil import write_grid  # noqa: E402
 
@@ -89,6 +89,17 @@ def test_no_swap_file_on_a_file_system_that_cannot_hold_one(monkeypatch):
 def test_file_system_is_that_of_the_longest_mount_above():
     assert swapspace.file_system_of("/proc/self") == "proc"
     assert swapspace.file_system_of("/") == swapspace.file_system_of("/nonexistent/below")
+
+
+def test_a_workload_that_cannot_run_here_is_skipped_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(swapspace, "unavailable_reason", lambda directory: "no swap here")
+    cfg = runner.Config(data_dir=str(tmp_path), out_dir=str(tmp_path / "out"), scale="test",
+                        runs=1, modes=[], slowfs_options=[])
+    results = {"environment": {"modes": []}, "workloads": [], "validation": None}
+    monkeypatch.setattr(cli, "save", lambda results, out: [])
+    assert cli.run_all(["swap"], cfg, results)
+    assert capsys.readouterr().out == "specx bench: skipping swap: no swap here\n"
+    assert results["workloads"] == []
 
 
 # --- swap space: real (root) --------------------------------------------------------------------
@@ -195,3 +206,4 @@ def test_stencil_and_swap_benches_start_every_run_from_the_same_data(specx):
         assert not [p for p in active_swaps() if "specx-bench-swap" in p]
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+
