@@ -380,6 +380,26 @@ static void op_mapwrite(char **a)
     result("mapwrite", "ok");
 }
 
+/* A shared anonymous page made early and used later, after the reads the speculative copy
+ * runs ahead of: a copy that had not made it private would add its own bumps to the
+ * program's counter. */
+static unsigned *shared_counter;
+
+static void op_shmcounter(char **a)
+{
+    (void)a;
+    shared_counter = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    status("shmcounter", shared_counter == MAP_FAILED ? -1 : 0);
+}
+
+static void op_bump(char **a)
+{
+    (void)a;
+    if (shared_counter == NULL || shared_counter == MAP_FAILED)
+        return status("bump", -1);
+    result("bump", "%u", ++*shared_counter);
+}
+
 /* A child writes into memory shared with the parent, which prints what it sees. */
 static void share_with_child(const char *op, char *mem, const char *text)
 {
@@ -454,7 +474,8 @@ static const struct {
     {"killchild", 1, op_killchild}, {"tcp", 1, op_tcp},         {"mapwrite", 2, op_mapwrite},
     {"shmanon", 1, op_shmanon},   {"sysv", 1, op_sysv},         {"stdin", 1, op_stdin},
     {"sleep", 1, op_sleep},       {"exit", 1, op_exit},         {"crash", 0, op_crash},
-    {"abort", 0, op_abort},       {"fill", 1, op_fill},
+    {"abort", 0, op_abort},       {"fill", 1, op_fill},         {"shmcounter", 0, op_shmcounter},
+    {"bump", 0, op_bump},
 };
 
 /* Splits LINE into the operation and its arguments; returns the argument count or -1. */
