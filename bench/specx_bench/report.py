@@ -73,13 +73,22 @@ def speculation_table(workloads):
                 f"{int(total('sync_attempts')):,} / {int(total('sync_completed')):,} / "
                 f"{total('sync_ns') / 1e9:.2f} s" if speculating else "–",
                 f"{int(total('spec_created')):,}" if speculating else "–",
+                _fault_prefetches(total) if speculating else "–",
+                f"{int(total('majflt')):,}",
                 f"{int(total('minflt')):,}",
             ])
     if not rows:
         return None
     return _table(["Workload", "Mode", "I/O stalls (count / time)", "Spec. prefetches",
                    "Complete before use", "Unused", "Syncs (tried / done / time)",
-                   "Copies created", "Minor faults"], rows)
+                   "Copies created", "Page-fault prefetches (touched)", "Major faults",
+                   "Minor faults"], rows)
+
+
+def _fault_prefetches(total):
+    """Prefetches a copy made at its page faults (§4.1.2), and the share the program touched."""
+    issued = total("fault_prefetches")
+    return f"{int(issued):,} ({total('fault_used') / issued:.0%})" if issued else "0"
 
 
 REFORK_MODES = ("nospec", "specx", "specx-basic", "specx-fast")
@@ -163,8 +172,11 @@ def markdown(results):
             out += ["## Speculation (cf. the paper's Table 2)", "", spec, "",
                     "Medians over runs. An I/O stall is a read of data not in memory or still "
                     "arriving; complete before use is the share of used speculative prefetches "
-                    "whose data had arrived when the program read it; minor faults stand for "
-                    "the paper's copy-on-write faults (getrusage).", ""]
+                    "whose data had arrived when the program read it; page-fault prefetches "
+                    "are those a copy made where it touched a file mapping's page that was not "
+                    "in memory (§4.1.2), touched when the program later had that page mapped; "
+                    "major faults are the program's page faults that read the disk, minor "
+                    "faults stand for the paper's copy-on-write faults (getrusage).", ""]
         reforks = refork_table(results["workloads"])
         if reforks:
             out += ["## Refork and copy-on-write (cf. the paper's Tables 3 and 4)", "", reforks,
