@@ -1,6 +1,5 @@
 /* See kernel_limits.h. */
 #include "kernel_limits.h"
-#include "lazy_memory.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,6 +55,33 @@ static uint64_t limit_under(const char *root, const char *group, const char *fil
     strcat(path, "/");
     strcat(path, file);
     return read_small(path, value, sizeof value) > 0 ? parse_limit(value) : 0;
+}
+
+const char *specx_memory_cgroup(char *buf, bool *v1)
+{
+    const char *v2_path = NULL;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *controllers = strchr(line, ':');
+        char *path = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (!path)
+            continue;
+        *path++ = '\0';
+        controllers++;
+        if (*controllers == '\0')
+            v2_path = path;
+        for (char *c = controllers, *end; c; c = end ? end + 1 : NULL) {
+            end = strchr(c, ',');
+            if ((end ? (size_t)(end - c) : strlen(c)) == 6 && strncmp(c, "memory", 6) == 0) {
+                *v1 = true;
+                return path;
+            }
+        }
+    }
+    *v1 = false;
+    return v2_path;
 }
 
 uint64_t specx_memcg_limit(void)

@@ -58,10 +58,6 @@ void specx_lazy_exclude(struct specx_lazy_set *set);
 unsigned long specx_lazy_budget(void);
 /* The same for a cgroup limit of LIMIT bytes (0: none), at least 1 MiB. */
 unsigned long specx_lazy_budget_of(unsigned long limit);
-/* The memory cgroup's path in BUF, the text of /proc/self/cgroup (cut into lines in place):
- * the v1 line naming the memory controller ("4:cpu,memory:/a/b", *V1 true), else the v2 line
- * ("0::/a/b", *V1 false). Points into BUF; NULL if there is none. */
-const char *specx_memory_cgroup(char *buf, bool *v1);
 
 /* Right after the clone, in the program: MADV_DOFORK again, so that the program's own forks
  * copy those regions as always. */

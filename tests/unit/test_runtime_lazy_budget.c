@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernel_limits.h"
 #include "lazy_memory.h"
 
 static void test_cgroup_v1_memory_line_wins(void)
