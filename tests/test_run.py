@@ -337,12 +337,20 @@ def test_copies_that_cannot_predict_never_prefetch(specx, tmp_path):
     assert total["spec_prefetches"] == 0
 
 
-REUSE_PID = READ_ALL.replace("sys.argv[1:]", "sys.argv[1:21]") + """
-import os, signal
-copies = open(f"/proc/self/task/{os.getpid()}/children").read().split()
-if not copies:
+# Reads files until it sees its copy (one parked at the horizon stays alive), reaps it, makes
+# its next child take the copy's pid, and stalls again.
+REUSE_PID = """
+import os, signal, sys
+files = sys.argv[1:]
+copy = None
+for i, path in enumerate(files):
+    open(path, "rb").read()
+    copies = open(f"/proc/self/task/{os.getpid()}/children").read().split()
+    if copies:
+        copy, rest = int(copies[0]), files[i + 1:]
+        break
+if copy is None or len(rest) < 5:
     print("no copy"); sys.exit(0)
-copy = int(copies[0])
 os.kill(copy, signal.SIGKILL)
 os.waitpid(copy, 0x40000000)  # __WALL: the program reaps the copy itself
 open("/proc/sys/kernel/ns_last_pid", "w").write(str(copy - 1))
@@ -351,7 +359,7 @@ if child == 0:
     import time
     time.sleep(1)
     os._exit(0)
-for p in sys.argv[21:]:
+for p in rest:
     open(p, "rb").read()  # stalls: the runtime looks at its copy again
 _, status = os.waitpid(child, 0)
 print("same pid" if child == copy else "other pid", os.waitstatus_to_exitcode(status))
@@ -363,7 +371,7 @@ def test_a_reaped_copys_pid_reused_by_the_program_is_left_alone(specx, tmp_path,
     """A program that reaps the copy with __WALL, then forks a child that gets the same pid:
     the runtime must not take that child for its copy (kill it, or reap it)."""
     drop_caches()
-    proc, report = run_json(tmp_path, *python(REUSE_PID, *cold_tree))
+    proc, report = run_json(tmp_path, *python(REUSE_PID, *cold_tree), options=["--horizon", "2"])
     assert proc.returncode == 0, proc.stderr
     if not proc.stdout.startswith("same pid"):
         pytest.skip(f"could not reproduce the pid reuse: {proc.stdout.strip()}")
