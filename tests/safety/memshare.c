@@ -40,6 +40,7 @@
  * speculative clone and fills on demand (src/runtime/lazy_memory.h: 4 MiB and more). */
 #define LARGE (8u << 20)
 
+static const char *data_path;
 static const unsigned char *data;   /* DATA, mapped read-only */
 static int data_fd;
 static unsigned char *private_mem;  /* LARGE bytes of private anonymous memory */
@@ -117,14 +118,17 @@ static void fork_sees_private_memory(void)
            (unsigned long long)fnv(0, private_mem, LARGE));
 }
 
-static void map_data(const char *path)
+/* Each mode maps DATA only once the memory others see exists, right before its steps: a
+ * speculative copy made at this mapping (page-fault speculation starts one there) inherits
+ * that memory and runs straight into the first step's writes. */
+static void map_data(void)
 {
     struct stat st;
-    data_fd = open(path, O_RDONLY);
+    data_fd = open(data_path, O_RDONLY);
     if (data_fd < 0 || fstat(data_fd, &st) < 0)
-        die(path);
+        die(data_path);
     if (st.st_size < (off_t)STEPS * STEP_SPAN) {
-        fprintf(stderr, "memshare: %s: smaller than %d bytes\n", path, STEPS * STEP_SPAN);
+        fprintf(stderr, "memshare: %s: smaller than %d bytes\n", data_path, STEPS * STEP_SPAN);
         exit(1);
     }
     data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, data_fd, 0);
@@ -150,6 +154,7 @@ static void run_mapfile(void)
     if (out == MAP_FAILED)
         die("mmap mapped.out");
     close(fd);
+    map_data();
     for (int k = 0; k < STEPS; k++) {
         uint64_t v = read_step(k);
         add_to_page((uint64_t *)(out + k * PAGE), v);
@@ -195,6 +200,7 @@ static void share_steps(unsigned char *mem, const unsigned char *(*child_view)(v
     }
     close(cmd[0]);
     close(ack[1]);
+    map_data();
     for (int k = 0; k < STEPS; k++) {
         uint64_t v = read_step(k);
         add_to_page((uint64_t *)(mem + k * PAGE), v);
@@ -287,6 +293,7 @@ static void run_mprotect(void)
     guarded = mmap(NULL, LARGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (guarded == MAP_FAILED || mprotect(guarded, LARGE, PROT_READ) != 0)
         die("guarded region");
+    map_data();
     for (int k = 0; k < STEPS; k++) {
         uint64_t v = read_step(k);
         add_to_page((uint64_t *)(guarded + k * PAGE), v);
@@ -319,7 +326,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(argv[1], modes[i].name) == 0) {
-            map_data(argv[2]);
+            data_path = argv[2];
             make_private_memory();
             modes[i].run();
             fork_sees_private_memory();
