@@ -77,14 +77,28 @@ void specx_log_restart(struct specx_control *ctl)
                      __ATOMIC_RELEASE);
 }
 
-void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon)
+/* Bytes of the prefetches (not predictions) from log position PASSED on. */
+static uint64_t outstanding_bytes(const struct specx_control *ctl, uint32_t passed)
+{
+    uint64_t bytes = 0;
+    for (uint32_t seq = passed; seq != ctl->issued; seq++) {
+        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        bytes += rec->dry ? 0 : rec->len;
+    }
+    return bytes;
+}
+
+void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon, uint64_t next,
+                        uint64_t max_bytes)
 {
     for (;;) {
         uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
         uint32_t outstanding = ctl->issued - passed;
         uint64_t age = outstanding
             ? specx_now_ns() - ctl->log[passed % SPECX_LOG_SIZE].time_ns : 0;
-        if (!specx_horizon_should_park(outstanding, age, horizon))
+        if (!specx_horizon_should_park(outstanding, age, horizon) &&
+            !specx_horizon_over_bytes(max_bytes ? outstanding_bytes(ctl, passed) : 0, next,
+                                      max_bytes))
             return;
         __atomic_store_n(&ctl->parked, 1, __ATOMIC_RELEASE);
         futex_wait(&ctl->passed, passed, PARK_RECHECK_NS);

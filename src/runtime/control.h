@@ -48,8 +48,11 @@ unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino
 /* Program side, at each new speculative process: nothing it inherits is outstanding. */
 void specx_log_restart(struct specx_control *ctl);
 
-/* Speculative side: blocks while the horizon forbids another prefetch. */
-void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon);
+/* Speculative side: blocks while the horizon forbids another prefetch of NEXT bytes: more
+ * than HORIZON outstanding, the oldest too old, or more than MAX_BYTES outstanding (0: no
+ * byte bound). */
+void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon, uint64_t next,
+                        uint64_t max_bytes);
 
 /* Start-up handshake: the speculative process reports (futex wake), the program waits at
  * most timeout_ns. Returns the value of `ready` seen last. */

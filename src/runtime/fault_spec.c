@@ -44,14 +44,13 @@
 #define PARK_MIN_NS (1000ull * 1000ull)
 #define PARK_MAX_NS (50ull * 1000ull * 1000ull)
 #define PAGEMAP_PRESENT (1ull << 63)
-/* In a memory cgroup, outstanding prefetches hold at most this share of its limit and at
- * most MEMCG_MAX_BYTES: under the group's pressure, pages nobody has mapped yet are
+/* In a memory cgroup, outstanding prefetches hold at most the read path's share of its limit
+ * (horizon.h) and at most MEMCG_MAX_BYTES: under the group's pressure, pages nobody has mapped yet are
  * reclaimed before the program's own, so prefetches far ahead are evicted and read again.
  * matvec (paper2003): demo scale (32 MiB in 16 MiB) 11 % slower than without speculation
  * with 8 MiB outstanding, 1 MiB 2 % slower, 2 MiB 5 % faster; full scale (512 MiB in 64 MiB)
  * 8 MiB re-read 5 % of the data (0.99 of cold), 2 MiB 0.4 % (0.96). Without a group, more
  * is better (demo: 2 MiB 0.97 of cold, 8 MiB 0.92). */
-#define MEMCG_SHARE 8u
 #define MEMCG_MAX_BYTES (2u << 20)
 /* Without a memory cgroup, outstanding bytes are bounded as the read path's prefetches are:
  * --horizon of its largest prefetches. */
@@ -207,12 +206,13 @@ static bool retire_passed(void)
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* The horizon in bytes: --horizon times HORIZON_UNIT; in a memory cgroup, no more than
- * MEMCG_SHARE of its limit and MEMCG_MAX_BYTES. */
+ * its share of the limit (horizon.h) and MEMCG_MAX_BYTES. */
 static uint64_t byte_horizon(void)
 {
     uint64_t limit = specx_memcg_limit();
     uint64_t bytes = (uint64_t)specx.horizon * HORIZON_UNIT;
-    return limit ? min_u64(bytes, min_u64(limit / MEMCG_SHARE, MEMCG_MAX_BYTES)) : bytes;
+    return limit ? min_u64(bytes, min_u64(specx_horizon_memcg_bytes(limit), MEMCG_MAX_BYTES))
+                 : bytes;
 }
 
 /* Whether a live copy may predict `next` more bytes: at least one chunk may always be

@@ -62,7 +62,7 @@ static void test_horizon_wait_returns_when_allowed(void)
     struct specx_control *ctl = fresh();
     specx_log_prefetch(ctl, 1, 1, 0, 100, 0, false);
     specx_log_restart(ctl);
-    specx_horizon_wait(ctl, 1); /* nothing outstanding: must not block */
+    specx_horizon_wait(ctl, 1, 4096, 1); /* nothing outstanding: must not block */
 }
 
 int main(void)

@@ -23,6 +23,17 @@ static void test_time_bound(void)
     assert(!specx_horizon_should_park(0, old, 64));
 }
 
+static void test_byte_bound(void)
+{
+    assert(!specx_horizon_over_bytes(0, 1u << 20, 0));          /* no bound */
+    assert(!specx_horizon_over_bytes(1u << 30, 1u << 20, 0));
+    assert(!specx_horizon_over_bytes(0, 8u << 20, 2u << 20));   /* one may always go */
+    assert(!specx_horizon_over_bytes(1u << 20, 1u << 20, 2u << 20));
+    assert(specx_horizon_over_bytes(1u << 20, (1u << 20) + 1, 2u << 20));
+    assert(specx_horizon_memcg_bytes(0) == 0);                  /* no group, no bound */
+    assert(specx_horizon_memcg_bytes(16u << 20) == 2u << 20);
+}
+
 static void test_pages_spanned(void)
 {
     assert(specx_pages_spanned(0, 0) == 0);
@@ -45,6 +56,7 @@ int main(void)
 {
     test_count_bound();
     test_time_bound();
+    test_byte_bound();
     test_pages_spanned();
     test_clamp_to_eof();
     puts("ok");
