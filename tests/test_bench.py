@@ -403,6 +403,24 @@ def test_refork_table_reports_tables_3_and_4(tmp_path):
     assert not plot.refork_chart([_workload("grep", [_run("cold", 9.0)])], str(tmp_path / "x"))
 
 
+def test_issue_4_bars_stencil_never_above_cold_and_fast_refork():
+    stencil = _workload("stencil", [_run("cold", 10.0), _run("cold", 10.0),
+                                    _run("specx", 8.0, stalls=0), _run("specx", 10.2, stalls=0)])
+    fast = [_run("specx-fast", 5.0, refork_attempts=10, refork_ns=5 * 10**6, minflt=1005,
+                 stalls=1) for _ in range(3)]
+    nospec = [_run("nospec", 5.0, minflt=1000, stalls=1) for _ in range(3)]
+    refork = _workload("refork", [_run("cold", 5.0)] + nospec + fast)
+    rows = {(w, what): (value, passed) for w, what, value, _, passed in
+            bars.check([stencil, refork])}
+    value, passed = rows[("stencil", "specx / cold")]
+    assert abs(value - 0.91) < 1e-9 and not passed
+    assert rows[("stencil", "slowest specx run / cold")][1] is False  # 10.2 s > 10.0 s
+    value, passed = rows[("refork", "mean fast refork")]
+    assert abs(value - 0.0005) < 1e-12 and passed
+    value, passed = rows[("refork", "extra minor faults, one-way vs nospec")]
+    assert abs(value - 0.005) < 1e-9 and passed
+
+
 @pytest.mark.root
 def test_out_of_core_workload_runs_in_its_memory_cgroup(specx, data_dir):
     out = data_dir / "out"
