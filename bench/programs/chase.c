@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "checksum.h"
+#include "le64.h"
 #include "util.h"
 
 #define HEADER_SIZE 4096
@@ -43,14 +44,6 @@ static void read_exact(int fd, void *buf, size_t len, off_t off, const char *pat
             specx_die(1, "%s: %s", path, n < 0 ? strerror(errno) : "file is truncated");
         done += (size_t)n;
     }
-}
-
-static uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
 }
 
 int main(int argc, char **argv)

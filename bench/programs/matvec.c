@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "checksum.h"
+#include "le64.h"
 #include "util.h"
 
 #define HEADER_SIZE 4096
@@ -37,14 +38,6 @@ static void usage(FILE *out)
         "Maps the matrix in FILE and computes N normalized matrix-vector products\n"
         "(default 2), reading the matrix through page faults; prints a checksum of the\n"
         "resulting vector.\n");
-}
-
-static uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
 }
 
 static struct matrix map_matrix(const char *path)

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "le64.h"
 #include "util.h"
 
 #define HEADER_SIZE 4096
@@ -51,14 +52,6 @@ static void usage(FILE *out)
         "and bounds that depend on the data; prints a checksum of the values written.\n"
         "By default FILE is mapped and updated in place; with --anonymous it is read\n"
         "into anonymous memory and left unchanged.\n");
-}
-
-static uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
 }
 
 /* splitmix64's finalizer: every bit of the running state depends on every value written. */
