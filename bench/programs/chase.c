@@ -18,6 +18,7 @@
 
 #include "checksum.h"
 #include "le64.h"
+#include "read_exact.h"
 #include "util.h"
 
 #define HEADER_SIZE 4096
@@ -31,19 +32,6 @@ static void usage(FILE *out)
         "Follows the chain of blocks in FILE for N hops (default: all blocks), reading each\n"
         "block with pread at the offset the previous block names, and prints the number of\n"
         "hops and a checksum of the data read.\n");
-}
-
-static void read_exact(int fd, void *buf, size_t len, off_t off, const char *path)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            specx_die(1, "%s: %s", path, n < 0 ? strerror(errno) : "file is truncated");
-        done += (size_t)n;
-    }
 }
 
 int main(int argc, char **argv)
@@ -71,7 +59,7 @@ int main(int argc, char **argv)
         specx_die(1, "%s: %s", path, strerror(errno));
 
     unsigned char header[HEADER_SIZE];
-    read_exact(fd, header, sizeof header, 0, path);
+    read_exact(fd, header, sizeof header, 0, 0, path);
     uint64_t blocks = load_le64(header + 8), block_size = load_le64(header + 16);
     if (memcmp(header, MAGIC, 8) != 0 || blocks == 0 || block_size < 8 || block_size > (1 << 20))
         specx_die(1, "%s: not a chase file", path);
@@ -83,7 +71,7 @@ int main(int argc, char **argv)
         specx_die(1, "out of memory");
     uint64_t next = 0, sum = CHECKSUM_INIT;
     for (uint64_t h = 0; h < hops; h++) {
-        read_exact(fd, block, block_size, (off_t)(HEADER_SIZE + next * block_size), path);
+        read_exact(fd, block, block_size, (off_t)(HEADER_SIZE + next * block_size), 0, path);
         sum = checksum_add(sum, block, block_size);
         next = load_le64(block);
         if (next >= blocks)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "checksum.h"
+#include "read_exact.h"
 #include "util.h"
 
 #define BLOCK 4096u
@@ -101,18 +102,6 @@ static void rewrite_memory(uint64_t *mem, uint64_t words)
         v[i] = v[i];
 }
 
-static void read_block(int fd, unsigned char *buf, uint64_t block, const char *path)
-{
-    for (size_t done = 0; done < BLOCK;) {
-        ssize_t n = pread(fd, buf + done, BLOCK - done, (off_t)(block * BLOCK + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            specx_die(1, "%s: %s", path, n < 0 ? strerror(errno) : "file is truncated");
-        done += (size_t)n;
-    }
-}
-
 int main(int argc, char **argv)
 {
     specx_set_progname("refork");
@@ -131,7 +120,7 @@ int main(int argc, char **argv)
     static unsigned char buf[BLOCK];
     uint64_t sum = CHECKSUM_INIT, next = 0;
     for (uint64_t r = 0; r < o.reads; r++) {
-        read_block(fd, buf, next, o.path);
+        read_exact(fd, buf, BLOCK, (off_t)(next * BLOCK), 0, o.path);
         sum = checksum_add(sum, buf, BLOCK);
         if (r == 0 && o.write)
             rewrite_memory(mem, words);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "le64.h"
+#include "read_exact.h"
 #include "util.h"
 
 #define HEADER_SIZE 4096
@@ -81,32 +82,19 @@ static struct grid map_grid(int fd, off_t size, const char *path)
                           (size_t)size, true };
 }
 
-static void read_fully(int fd, void *buf, size_t len, off_t at, const char *path)
-{
-    for (size_t done = 0; done < len;) {
-        size_t want = len - done < LOAD_CHUNK ? len - done : LOAD_CHUNK;
-        ssize_t got = pread(fd, (char *)buf + done, want, at + (off_t)done);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            specx_die(1, "%s: %s", path, got < 0 ? strerror(errno) : "unexpected end of file");
-        done += (size_t)got;
-    }
-}
-
 /* The grid read into anonymous memory, in 1 MiB reads (the memory the program later swaps). */
 static struct grid load_grid(int fd, off_t size, const char *path)
 {
     unsigned char header[HEADER_SIZE];
     if (size < HEADER_SIZE)
         specx_die(1, "%s: not a grid file", path);
-    read_fully(fd, header, HEADER_SIZE, 0, path);
+    read_exact(fd, header, HEADER_SIZE, 0, LOAD_CHUNK, path);
     uint64_t n = grid_edge(header, size, path);
     size_t len = (size_t)(n * n * n * sizeof(uint32_t));
     void *v = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (v == MAP_FAILED)
         specx_die(1, "cannot allocate %zu bytes: %s", len, strerror(errno));
-    read_fully(fd, v, len, HEADER_SIZE, path);
+    read_exact(fd, v, len, HEADER_SIZE, LOAD_CHUNK, path);
     return (struct grid){ v, n, v, len, false };
 }
 

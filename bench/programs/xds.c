@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "read_exact.h"
 #include "util.h"
 
 /* Where the bricks start when the header does not say (the first version of the format). */
@@ -61,22 +62,6 @@ static uint64_t next_random(uint64_t *state)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
-}
-
-static void read_exact(int fd, void *buf, size_t len, off_t off)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            specx_die(1, "read failed at offset %jd: %s", (intmax_t)(off + (off_t)done),
-                      strerror(errno));
-        if (n == 0)
-            specx_die(1, "volume is truncated at offset %jd", (intmax_t)(off + (off_t)done));
-        done += (size_t)n;
-    }
 }
 
 static struct volume open_volume(const char *path)
@@ -182,7 +167,7 @@ static void load_slice(const struct volume *v, const struct slice *s, uint32_t *
             off_t off = s->axis == 0 ? brick_offset(v, fixed, bu, bv)
                       : s->axis == 1 ? brick_offset(v, bu, fixed, bv)
                       : brick_offset(v, bu, bv, fixed);
-            read_exact(v->fd, brick, brick_bytes, off);
+            read_exact(v->fd, brick, brick_bytes, off, 0, "volume");
             copy_plane(v, s, brick, bu, bv, image);
         }
     }
