@@ -70,6 +70,14 @@ def run_record(mode, elapsed, ok=True, stalls=None):
             "stalls": stalls and stalls[0], "stall_s": stalls and stalls[1]}
 
 
+def test_rounds_rotate_the_modes_so_none_always_runs_first_or_last():
+    modes = ["cold", "nospec", "specx"]
+    assert [runner.round_order(modes, i) for i in range(4)] == [
+        ["cold", "nospec", "specx"], ["nospec", "specx", "cold"],
+        ["specx", "cold", "nospec"], ["cold", "nospec", "specx"]]
+    assert runner.round_order([], 3) == []
+
+
 def test_summary_takes_medians_of_successful_runs_and_ratios_to_cold():
     runs = [run_record("cold", 10.0), run_record("cold", 30.0), run_record("cold", 20.0),
             run_record("specx", 4.0, stalls=(5, 1.0)), run_record("specx", 6.0, stalls=(7, 3.0)),
