@@ -7,19 +7,17 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "horizon.h"
-#include "maps.h"
 #include "kernel_limits.h"
+#include "maps.h"
 #include "prefetch.h"
 #include "privatize.h"
-#include "proc_path.h"
+#include "program_pagemap.h"
 #include "residency.h"
 #include "runtime.h"
 
@@ -43,7 +41,6 @@
 /* How often a copy at its horizon looks at the program's page table again. */
 #define PARK_MIN_NS (1000ull * 1000ull)
 #define PARK_MAX_NS (50ull * 1000ull * 1000ull)
-#define PAGEMAP_PRESENT (1ull << 63)
 /* In a memory cgroup, outstanding prefetches hold at most the read path's share of its limit
  * (horizon.h) and at most MEMCG_MAX_BYTES: under the group's pressure, pages nobody has mapped yet are
  * reclaimed before the program's own, so prefetches far ahead are evicted and read again.
@@ -91,7 +88,6 @@ static uint64_t horizon_bytes; /* that may be outstanding once live */
 static bool live;           /* predictions are prefetched */
 static unsigned hits;       /* predictions touched in a row */
 static pid_t program;       /* the normal process; 0 until specx_fault_spec_begin */
-static int pagemap = -1;    /* its page table */
 
 static uint64_t file_offset(const struct chunk *c)
 {
@@ -130,13 +126,9 @@ static bool is_open(uintptr_t a)
 static bool touched_by_program(const struct chunk *c)
 {
     uint64_t entries[MAX_CHUNK_PAGES];
-    size_t n = (c->end - c->start) / SPECX_PAGE_SIZE;
-    /* Not pread(): inside libspecx.so that is the read path's wrapper, which emulates
-     * reads of regular files in the speculative process (pagemap's st_size is 0). */
-    long got = syscall(SYS_pread64, pagemap, entries, n * sizeof entries[0],
-                       (off_t)(c->start / SPECX_PAGE_SIZE * sizeof entries[0]));
-    for (long i = 0; i < got / (long)sizeof entries[0]; i++)
-        if (entries[i] & PAGEMAP_PRESENT)
+    size_t got = specx_pagemap_read(c->start, (c->end - c->start) / SPECX_PAGE_SIZE, entries);
+    for (size_t i = 0; i < got; i++)
+        if (entries[i] & SPECX_PAGEMAP_PRESENT)
             return true;
     return false;
 }
@@ -364,20 +356,6 @@ static void on_fault(int sig, siginfo_t *si, void *context)
 
 /* --- covering mappings --------------------------------------------------------------------- */
 
-/* Moves fd to the top of the descriptor table: the copy's own descriptors must not take the
- * numbers its program's next open() would get, or the copy would run on differently. */
-static int out_of_the_way(int fd)
-{
-    struct rlimit lim;
-    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur < 4 * MAX_REGIONS)
-        return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(lim.rlim_cur - 2 * MAX_REGIONS));
-    if (high < 0)
-        return fd;
-    close(fd);
-    return high;
-}
-
 /* Page-cache files only: shared memory (tmpfs, hugetlbfs) has no disk read to prefetch. */
 static bool on_a_disk_file_system(int fd)
 {
@@ -389,17 +367,16 @@ static bool on_a_disk_file_system(int fd)
  * mapping is covered. */
 static bool watching(void)
 {
-    if (pagemap >= 0)
+    static bool installed;
+    if (installed)
         return true;
-    char path[SPECX_PROC_PAGEMAP_PATH_MAX];
-    specx_proc_pagemap_path(path, program);
-    pagemap = out_of_the_way(open(path, O_RDONLY | O_CLOEXEC));
-    if (pagemap < 0)
+    if (!specx_pagemap_open(program))
         return false; /* no progress to measure, so no horizon: do not speculate */
     horizon_bytes = byte_horizon();
     struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_RESTART };
     sigemptyset(&sa.sa_mask);
-    return sigaction(SIGSEGV, &sa, NULL) == 0;
+    installed = sigaction(SIGSEGV, &sa, NULL) == 0;
+    return installed;
 }
 
 /* The chunk of a file on device dev: its read-ahead size, a power of two between MIN_CHUNK
@@ -424,7 +401,7 @@ static void cover(uintptr_t start, uintptr_t end, uint64_t offset, int prot, int
         return;
     }
     regions[nregions++] =
-        (struct region){ start, end, offset, chunk_size(st.st_dev), prot, out_of_the_way(fd) };
+        (struct region){ start, end, offset, chunk_size(st.st_dev), prot, specx_fd_out_of_the_way(fd) };
 }
 
 void specx_fault_spec_begin(pid_t normal)

@@ -31,7 +31,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "proc_path.h"
+#include "program_pagemap.h"
 #include "runtime.h"
 
 #define PAGE 4096ul
@@ -41,12 +41,9 @@
  * next touch; what the copy wrote there is lost, which only changes the copy's predictions). */
 #define HELD_BATCHES 4096u
 
-#define PM_PRESENT (1ull << 63)
-#define PM_SWAPPED (1ull << 62)
-
 static const struct specx_lazy_set *lazy; /* non-NULL once attached */
 static pid_t program;
-static int uffd = -1, pagemap = -1, pidfd = -1;
+static int uffd = -1, pidfd = -1;
 static struct sigaction program_sigbus;
 static char batch[BATCH_PAGES * PAGE] __attribute__((aligned(4096)));
 
@@ -79,9 +76,7 @@ int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t prog)
     program = prog;
     /* Opened now: the sandbox re-opens it privately like any file; without it every page is
      * treated as present (correct, only slower: no zero pages, no swap prefetch). */
-    char path[SPECX_PROC_PAGEMAP_PATH_MAX];
-    specx_proc_pagemap_path(path, prog);
-    pagemap = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    specx_pagemap_open(prog);
     pthread_sigmask(SIG_SETMASK, &set->signals, NULL); /* blocked by specx_lazy_exclude */
     return 0;
 }
@@ -166,7 +161,9 @@ static int zero(unsigned long addr, unsigned long len)
 /* Where the program's page stands, from its pagemap entry. */
 static int (*fill_kind(uint64_t entry))(unsigned long, unsigned long)
 {
-    return (entry & PM_PRESENT) ? pull : (entry & PM_SWAPPED) ? prefetch_swapped : zero;
+    return (entry & SPECX_PAGEMAP_PRESENT) ? pull
+           : (entry & SPECX_PAGEMAP_SWAPPED) ? prefetch_swapped
+                                              : zero;
 }
 
 /* The batch starting at page: up to BATCH_PAGES pages of its region, ending before the first
@@ -207,11 +204,9 @@ static bool fill(unsigned long addr)
     unsigned long page = addr & ~(PAGE - 1), end = batch_end(page, r);
     unsigned long n = (end - page) / PAGE;
     uint64_t entries[BATCH_PAGES];
-    off_t at = (off_t)(page / PAGE * sizeof entries[0]);
-    if (pagemap < 0 || syscall(SYS_pread64, pagemap, entries, n * sizeof entries[0], at) !=
-                           (long)(n * sizeof entries[0]))
+    if (specx_pagemap_read(page, n, entries) != n)
         for (unsigned long i = 0; i < n; i++)
-            entries[i] = PM_PRESENT; /* cannot tell: ask the program for all of it */
+            entries[i] = SPECX_PAGEMAP_PRESENT; /* cannot tell: ask the program for all of it */
     for (unsigned long i = 0; i < n;) {
         int (*kind)(unsigned long, unsigned long) = fill_kind(entries[i]);
         unsigned long j = i + 1;
