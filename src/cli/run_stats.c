@@ -116,23 +116,28 @@ uint64_t run_stats_unused(const struct specx_stats_slot *s)
     return s->spec_prefetches > s->spec_used ? s->spec_prefetches - s->spec_used : 0;
 }
 
+/* part / whole, or -1 when there is nothing to divide by. */
+static double share_of(double part, uint64_t whole)
+{
+    return whole ? part / (double)whole : -1.0;
+}
+
 double run_stats_complete_share(const struct specx_stats_slot *s)
 {
-    return s->spec_used ? (double)s->spec_complete / (double)s->spec_used : -1.0;
+    return share_of((double)s->spec_complete, s->spec_used);
 }
 
 double run_stats_refork_completed_share(const struct specx_stats_slot *s)
 {
-    return s->refork_attempts ? (double)s->refork_completed / (double)s->refork_attempts : -1.0;
+    return share_of((double)s->refork_completed, s->refork_attempts);
 }
 
 double run_stats_refork_mean(const struct specx_stats_slot *s)
 {
-    return s->refork_attempts ? (double)s->refork_ns / 1e9 / (double)s->refork_attempts : -1.0;
+    return share_of((double)s->refork_ns / 1e9, s->refork_attempts);
 }
 
 double run_stats_refork_wait_mean(const struct specx_stats_slot *s)
 {
-    return s->refork_attempts ? (double)s->refork_wait_ns / 1e9 / (double)s->refork_attempts
-                              : -1.0;
+    return share_of((double)s->refork_wait_ns / 1e9, s->refork_attempts);
 }
