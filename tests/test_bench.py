@@ -295,6 +295,17 @@ def data_dir():
 FAST = "--slowfs-args=--latency-ms 1 --bandwidth-mbps 400 --bus-mbps 0"
 
 
+def tiny_bench(data_dir, workload, modes, *options):
+    """`specx bench WORKLOAD` at test scale, one run of each mode, on a fast slowfs: the
+    workload's entry in results.json."""
+    out = data_dir / "out"
+    proc = run_specx("bench", workload, "--scale", "test", "--runs", "1", "--modes", modes,
+                     *options, FAST, "--data-dir", data_dir, "--out", out, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = json.loads((out / "results.json").read_text())["workloads"]
+    return result
+
+
 @pytest.mark.root
 def test_tiny_grep_bench_end_to_end(specx, data_dir):
     wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "runtime" / "libspecx.so").exists()
@@ -324,12 +335,7 @@ def test_tiny_grep_bench_end_to_end(specx, data_dir):
 
 @pytest.mark.root
 def test_tiny_postgres_bench_end_to_end(specx, data_dir):
-    out = data_dir / "out"
-    proc = run_specx("bench", "postgres", "--scale", "test", "--runs", "1", "--warm-runs", "1",
-                     "--modes", "cold,warm", "--no-read-calls", FAST, "--data-dir", data_dir,
-                     "--out", out, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (pg,) = json.loads((out / "results.json").read_text())["workloads"]
+    pg = tiny_bench(data_dir, "postgres", "cold,warm", "--warm-runs", "1", "--no-read-calls")
     assert [r["ok"] for r in pg["runs"]] == [True, True]
     assert not mounts_under(data_dir)
     servers = subprocess.run(["pgrep", "-f", f"postgres -D {data_dir}"], capture_output=True)
@@ -431,14 +437,9 @@ def test_issue_4_bars_stencil_never_above_cold_and_fast_refork():
 
 @pytest.mark.root
 def test_out_of_core_workload_runs_in_its_memory_cgroup(specx, data_dir):
-    out = data_dir / "out"
-    proc = run_specx("bench", "matvec", "--scale", "test", "--runs", "1", "--warm-runs", "1",
-                     "--modes", "cold", "--no-read-calls", FAST, "--data-dir", data_dir,
-                     "--out", out, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    (mv,) = json.loads((out / "results.json").read_text())["workloads"]
+    mv = tiny_bench(data_dir, "matvec", "cold", "--warm-runs", "1", "--no-read-calls")
     (run,) = mv["runs"]
     assert run["ok"]
     assert run["memory_cgroup"]["limit_bytes"] == WORKLOADS["matvec"].scales["test"]["memory_limit_mb"] << 20
     assert 0 < (run["memory_cgroup"]["peak_bytes"] or 1) <= run["memory_cgroup"]["limit_bytes"]
-    assert "checksum" in (out / "logs" / run["log"]).read_text()
+    assert "checksum" in (data_dir / "out" / "logs" / run["log"]).read_text()
