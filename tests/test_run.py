@@ -86,9 +86,37 @@ def test_not_executable_is_126(specx, tmp_path):
     assert proc.stderr == f"specx run: {script}: Permission denied\n"
 
 
-def test_death_by_signal_is_reproduced(specx):
-    proc = run_specx("run", "--", "sh", "-c", "kill -USR1 $$")
+@pytest.mark.parametrize("options", [(), ("--report",)])
+def test_death_by_signal_is_reproduced(specx, options):
+    proc = run_specx("run", *options, "--", "sh", "-c", "kill -USR1 $$")
     assert proc.returncode == -signal.SIGUSR1
+
+
+def test_without_a_report_specx_run_is_the_command(specx):
+    """Its process id and parent are the command's, as if started without specx."""
+    proc = subprocess.Popen([specx, "run", "--", "sh", "-c", "echo $$ $PPID"],
+                            stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=30)
+    assert out.split() == [str(proc.pid), str(os.getpid())]
+
+
+def raw_wait_status(cmd, cwd):
+    """The wait status of CMD run with core dumps allowed in CWD (subprocess hides the core
+    flag)."""
+    import resource
+    allow_core = lambda: resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2)
+    proc = subprocess.Popen(cmd, cwd=cwd, preexec_fn=allow_core)
+    _, status = os.waitpid(proc.pid, 0)
+    proc.returncode = 0   # reaped here; keeps Popen from waiting again
+    return status
+
+
+def test_a_crash_dumps_core_as_without_specx(specx, tmp_path):
+    crash = ["sh", "-c", "kill -SEGV $$"]
+    plain = raw_wait_status(crash, tmp_path)
+    under = raw_wait_status([specx, "run", "--", *crash], tmp_path)
+    assert os.WIFSIGNALED(under) and os.WTERMSIG(under) == signal.SIGSEGV
+    assert os.WCOREDUMP(under) == os.WCOREDUMP(plain)
 
 
 def test_signal_sent_to_specx_reaches_the_command(specx, tmp_path):

@@ -2,7 +2,9 @@
  * sandboxed speculative copy of it run ahead while it waits for the disk and turns the reads
  * the copy would block on into prefetches (Fraser & Chang 2003). Everything the program sees
  * passes through: arguments, environment (plus LD_PRELOAD), standard streams, signals, exit
- * status. When it ends, the statistics its processes kept are reported. */
+ * status. Asked for no report, specx run becomes the command (exec), so that its process id,
+ * its parent and the way it ends (a core dump included) are the command's own; asked for a
+ * report, it waits for the command and reports the statistics its processes kept. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -149,6 +151,7 @@ static void set_preload(const char *lib)
     setenv("LD_PRELOAD", both, 1);
 }
 
+/* STATS: where the runtime keeps its counters, or NULL when nobody will read them. */
 static void prepare_environment(const struct options *o, const char *lib, const char *stats)
 {
     char horizon[16];
@@ -157,7 +160,10 @@ static void prepare_environment(const struct options *o, const char *lib, const 
     unsetenv(SPECX_EXE_ENV);
     unsetenv(SPECX_PATH_ENV);
     set_preload(lib);
-    setenv(SPECX_STATS_ENV, stats, 1);
+    if (stats)
+        setenv(SPECX_STATS_ENV, stats, 1);
+    else
+        unsetenv(SPECX_STATS_ENV);
     setenv("SPECX_HORIZON", horizon, 1);
     if (!o->speculation)
         setenv("SPECX_DISABLE", "1", 1);
@@ -211,6 +217,14 @@ static int exec_failure(const char *cmd, int err)
     }
     specx_warn("%s: %s", cmd, strerror(err));
     return err == ENOENT ? 127 : 126;
+}
+
+/* Without a report nothing is left to do after the command: become it. */
+static int become_command(char **argv, const struct options *o, const char *lib)
+{
+    prepare_environment(o, lib, NULL);
+    execvp(argv[0], argv);
+    return exec_failure(argv[0], errno);
 }
 
 static uint64_t now_ns(void)
@@ -305,6 +319,8 @@ int specx_run_main(int argc, char **argv)
     char lib[PATH_MAX], stats[PATH_MAX];
     if (specx_find_component("libspecx.so", lib, sizeof lib) < 0)
         specx_die(127, "libspecx.so is not installed");
+    if (!o.report && !o.json)
+        return become_command(cmd, &o, lib);
     if (run_stats_create(stats, sizeof stats) < 0)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
 
