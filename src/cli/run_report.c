@@ -3,6 +3,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "copy_idle.h"
+
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
 static double percent(uint64_t part, uint64_t whole)
@@ -114,6 +116,9 @@ void run_report_table(FILE *out, const struct run_result *r)
             "copy-on-write faults of the program", t->minflt);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " ended, %" PRIu64 " could not be sandboxed\n",
             "speculative processes created", t->spec_created, t->spec_ended, t->spec_failed);
+    fprintf(out, "  %-40s %12" PRIu64 "  ran %.1f ms of CPU time without reaching I/O\n",
+            "  ended themselves, idle", t->spec_idle_ended,
+            (double)(SPECX_COPY_IDLE_TICKS * SPECX_COPY_IDLE_TICK_NS) / 1e6);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predictions logged, kept from the disk\n",
             "  dry (predicting only, until trusted)", t->spec_dry, t->spec_predictions);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "copy_idle.h"
 #include "horizon.h"
 #include "kernel_limits.h"
 #include "maps.h"
@@ -347,8 +348,10 @@ static void on_fault(int sig, siginfo_t *si, void *context)
     int saved = errno;
     struct chunk c;
     uintptr_t a = (uintptr_t)si->si_addr;
-    if (si->si_code == SEGV_ACCERR && chunk_at(a, &c) && !is_open(a))
+    if (si->si_code == SEGV_ACCERR && chunk_at(a, &c) && !is_open(a)) {
+        specx_copy_active();
         open_chunk(&c);
+    }
     else
         signal(sig, SIG_DFL);
     errno = saved;

@@ -31,6 +31,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "copy_idle.h"
 #include "program_pagemap.h"
 #include "runtime.h"
 
@@ -146,6 +147,7 @@ static int pull(unsigned long addr, unsigned long len)
 static int prefetch_swapped(unsigned long addr, unsigned long len)
 {
     struct iovec range = { (void *)addr, len };
+    specx_copy_active();
     if (pidfd >= 0 &&
         syscall(SYS_process_madvise, pidfd, &range, 1UL, MADV_WILLNEED, 0U) == (long)len)
         SPECX_COUNT(lazy_swap_prefetches, len / PAGE);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "copy_idle.h"
 #include "horizon.h"
 #include "kernel_limits.h"
 #include "lazy_memory.h"
@@ -154,6 +155,7 @@ ssize_t specx_prefetch_read(const struct specx_read *r, const struct iovec *iov,
                             off_t off)
 {
     bool at_offset = off < 0;
+    specx_copy_active();
     struct stat st;
     if (fstat(r->fd, &st) < 0)
         return -1;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "copy_idle.h"
 #include "copy_ref.h"
 #include "fault_spec.h"
 #include "lazy_memory.h"
@@ -215,6 +216,7 @@ static void become_speculative(pid_t program)
     /* Its own process group: terminal and job-control signals aimed at the program's group
      * must not run the program's handlers a second time in here. */
     setpgid(0, 0);
+    specx_copy_idle_arm();
     const struct specx_region keep[] = {
         { specx.ctl, sizeof *specx.ctl },
         { specx.slot, SPECX_STATS_PAGE },

@@ -34,6 +34,7 @@
     X(spec_created,      "speculative processes created") \
     X(spec_ended,        "speculative processes ended") \
     X(spec_failed,       "speculative processes that could not enter the sandbox") \
+    X(spec_idle_ended,   "speculative processes that ended themselves, idle (copy_idle.h)") \
     X(spec_dry,          "of those created, dry ones: they only predict (trust.h, §6.1)") \
     X(spec_predictions,  "would-be prefetches dry speculative processes logged, not issued") \
     X(fadv_random,       "descriptors switched to POSIX_FADV_RANDOM") \

@@ -448,6 +448,21 @@ static void op_sleep(char **a)
     result("sleep", "ok");
 }
 
+/* Computes for MS milliseconds without a system call (the clock is read through the vDSO). */
+static void op_spin(char **a)
+{
+    long ms = atol(a[1]);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    volatile unsigned long work = 0;
+    do {
+        for (int i = 0; i < 100000; i++)
+            work += (unsigned long)i;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1000L + (now.tv_nsec - start.tv_nsec) / 1000000L < ms);
+    result("spin", "ok");
+}
+
 static void op_exit(char **a) { exit(atoi(a[1])); }
 static void op_crash(char **a)
 {
@@ -475,7 +490,7 @@ static const struct {
     {"shmanon", 1, op_shmanon},   {"sysv", 1, op_sysv},         {"stdin", 1, op_stdin},
     {"sleep", 1, op_sleep},       {"exit", 1, op_exit},         {"crash", 0, op_crash},
     {"abort", 0, op_abort},       {"fill", 1, op_fill},         {"shmcounter", 0, op_shmcounter},
-    {"bump", 0, op_bump},
+    {"bump", 0, op_bump},         {"spin", 1, op_spin},
 };
 
 /* Splits LINE into the operation and its arguments; returns the argument count or -1. */
