@@ -351,9 +351,9 @@ static void on_fault(int sig, siginfo_t *si, void *context)
     if (si->si_code == SEGV_ACCERR && chunk_at(a, &c) && !is_open(a)) {
         specx_copy_active();
         open_chunk(&c);
-    }
-    else
+    } else {
         signal(sig, SIG_DFL);
+    }
     errno = saved;
 }
 
