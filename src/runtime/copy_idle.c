@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lazy_memory.h"
 #include "runtime.h"
 
 /* A real-time signal the copy's own timer sends: program code seldom uses the top ones, and
@@ -28,6 +29,7 @@ static void on_tick(int sig)
     }
     if (++idle_ticks >= SPECX_COPY_IDLE_TICKS) {
         SPECX_COUNT(spec_idle_ended, 1);
+        specx_lazy_release_regions();
         _exit(0);
     }
 }

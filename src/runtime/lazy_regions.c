@@ -138,7 +138,7 @@ static bool leave_out(const struct specx_mapping *m, struct specx_lazy_region *r
 }
 
 /* The raw system call: our own exported madvise would count this as the program's advice. */
-static int fork_advice(const struct specx_lazy_region *r, int advice)
+static int advise(const struct specx_lazy_region *r, int advice)
 {
     return (int)syscall(SYS_madvise, (void *)r->start, r->end - r->start, advice);
 }
@@ -158,7 +158,7 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
         struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
         struct specx_lazy_region r;
-        if (leave_out(&m, &r) && fork_advice(&r, MADV_DONTFORK) == 0)
+        if (leave_out(&m, &r) && advise(&r, MADV_DONTFORK) == 0)
             set->r[set->n++] = r;
     }
     munmap(buf, size);
@@ -171,6 +171,22 @@ void specx_lazy_restore(const struct specx_lazy_set *set)
     if (set->n == 0)
         return;
     for (unsigned i = 0; i < set->n; i++)
-        fork_advice(&set->r[i], MADV_DOFORK);
+        advise(&set->r[i], MADV_DOFORK);
     pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
+}
+
+void specx_lazy_release_regions(void)
+{
+    char *buf;
+    size_t size;
+    if (specx_maps_read(&buf, &size) < 0)
+        return;
+    for (char *line = buf; *line;) {
+        struct specx_mapping m;
+        line = specx_maps_parse_line(line, &m);
+        struct specx_lazy_region r;
+        if (leave_out(&m, &r))
+            advise(&r, MADV_DONTNEED);
+    }
+    munmap(buf, size);
 }
