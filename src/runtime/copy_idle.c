@@ -2,7 +2,6 @@
 #include "copy_idle.h"
 
 #include <signal.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,10 +43,7 @@ void specx_copy_idle_arm(void)
     sigemptyset(&set);
     sigaddset(&set, IDLE_SIGNAL);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = IDLE_SIGNAL;
+    struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = IDLE_SIGNAL };
     timer_t timer;
     if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &timer) < 0)
         return;
