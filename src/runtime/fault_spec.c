@@ -15,6 +15,7 @@
 #include "copy_idle.h"
 #include "horizon.h"
 #include "kernel_limits.h"
+#include "memcg.h"
 #include "maps.h"
 #include "prefetch.h"
 #include "privatize.h"
@@ -202,7 +203,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
  * its share of the limit (horizon.h) and MEMCG_MAX_BYTES. */
 static uint64_t byte_horizon(void)
 {
-    uint64_t limit = specx_memcg_limit();
+    uint64_t limit = specx_memcg_self_limit();
     uint64_t bytes = (uint64_t)specx.horizon * HORIZON_UNIT;
     return limit ? min_u64(bytes, min_u64(specx_horizon_memcg_bytes(limit), MEMCG_MAX_BYTES))
                  : bytes;

@@ -4,7 +4,7 @@
  * out-of-core benchmarks run in 64 MiB), a fixed 64 MiB would push the program's own pages
  * out. So the copy keeps at most an eighth of the cgroup's limit, and never more than 64 MiB. */
 #include "lazy_memory.h"
-#include "kernel_limits.h"
+#include "memcg.h"
 
 #include <stdint.h>
 
@@ -23,6 +23,6 @@ unsigned long specx_lazy_budget(void)
 {
     static unsigned long budget;
     if (budget == 0)
-        budget = specx_lazy_budget_of((unsigned long)specx_memcg_limit());
+        budget = specx_lazy_budget_of((unsigned long)specx_memcg_self_limit());
     return budget;
 }

@@ -9,7 +9,7 @@
 #include "control.h"
 #include "copy_idle.h"
 #include "horizon.h"
-#include "kernel_limits.h"
+#include "memcg.h"
 #include "lazy_memory.h"
 #include "prefetch.h"
 #include "readpath.h"
@@ -73,7 +73,7 @@ static uint64_t memcg_horizon_bytes(void)
 {
     static int64_t bytes = -1;
     if (bytes < 0)
-        bytes = (int64_t)specx_horizon_memcg_bytes(specx_memcg_limit());
+        bytes = (int64_t)specx_horizon_memcg_bytes(specx_memcg_self_limit());
     return (uint64_t)bytes;
 }
 

@@ -1,0 +1,110 @@
+/* See memcg.h. */
+#include "memcg.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Limits at or above this mean "none" (v1 reports one just below 2^63, v2 "max"). */
+#define NO_LIMIT (1ull << 62)
+
+static bool is_v1(const struct specx_cgroup *cg)
+{
+    return cg->version == SPECX_CG_V1;
+}
+
+int specx_memcg_of(pid_t pid, struct specx_cgroup *cg)
+{
+    return specx_cgroup_of(pid, "memory", cg);
+}
+
+uint64_t specx_memcg_limit(const struct specx_cgroup *cg)
+{
+    uint64_t limit;
+    if (!specx_cgroup_u64(cg, is_v1(cg) ? "memory.limit_in_bytes" : "memory.max", &limit))
+        return 0;
+    return limit >= NO_LIMIT ? 0 : limit;
+}
+
+uint64_t specx_memcg_self_limit(void)
+{
+    struct specx_cgroup cg;
+    return specx_memcg_of(0, &cg) == 0 ? specx_memcg_limit(&cg) : 0;
+}
+
+/* BYTES as a limit file wants it: 0 is "no limit" ("-1" on v1, "max" on v2). */
+static void limit_text(const struct specx_cgroup *cg, uint64_t bytes, char *text, size_t size)
+{
+    if (bytes)
+        snprintf(text, size, "%llu\n", (unsigned long long)bytes);
+    else
+        snprintf(text, size, "%s\n", is_v1(cg) ? "-1" : "max");
+}
+
+int specx_memcg_set_limit(const struct specx_cgroup *cg, uint64_t bytes)
+{
+    char text[32];
+    limit_text(cg, bytes, text, sizeof text);
+    return specx_cgroup_write(cg, is_v1(cg) ? "memory.limit_in_bytes" : "memory.max", text);
+}
+
+int specx_memcg_set_high(const struct specx_cgroup *cg, uint64_t bytes)
+{
+    char text[32];
+    if (is_v1(cg)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    limit_text(cg, bytes, text, sizeof text);
+    return specx_cgroup_write(cg, "memory.high", text);
+}
+
+int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes)
+{
+    char text[32];
+    if (is_v1(cg)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    snprintf(text, sizeof text, "%llu\n", (unsigned long long)bytes);
+    return specx_cgroup_write(cg, "memory.reclaim", text);
+}
+
+static uint64_t u64_or_zero(const struct specx_cgroup *cg, const char *file)
+{
+    uint64_t v;
+    return specx_cgroup_u64(cg, file, &v) ? v : 0;
+}
+
+uint64_t specx_memcg_usage(const struct specx_cgroup *cg)
+{
+    return u64_or_zero(cg, is_v1(cg) ? "memory.usage_in_bytes" : "memory.current");
+}
+
+uint64_t specx_memcg_peak(const struct specx_cgroup *cg)
+{
+    return u64_or_zero(cg, is_v1(cg) ? "memory.max_usage_in_bytes" : "memory.peak");
+}
+
+bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *value)
+{
+    char total[128];
+    if (is_v1(cg)) {
+        snprintf(total, sizeof total, "total_%s", key);
+        if (specx_cgroup_key_u64(cg, "memory.stat", total, value))
+            return true;
+    }
+    return specx_cgroup_key_u64(cg, "memory.stat", key, value);
+}
+
+bool specx_memcg_oom_kills(const struct specx_cgroup *cg, uint64_t *kills)
+{
+    return specx_cgroup_key_u64(cg, is_v1(cg) ? "memory.oom_control" : "memory.events",
+                                "oom_kill", kills);
+}
+
+bool specx_memcg_limit_hits(const struct specx_cgroup *cg, uint64_t *hits)
+{
+    return is_v1(cg) ? specx_cgroup_u64(cg, "memory.failcnt", hits)
+                     : specx_cgroup_key_u64(cg, "memory.events", "max", hits);
+}

@@ -1,0 +1,51 @@
+/* Memory cgroups, v1 and v2: limits, usage and the kernel's own memory accounting
+ * (memory.stat's refault counters are the kernel's ghost buffer, fraser-chang-2003 §6), for the
+ * runtime's budgets, the memory control of `specx run`, `specx share`'s job groups and
+ * `specx idle`'s background group. The files differ by version; callers never name them. */
+#ifndef SPECX_KERNEL_MEMCG_H
+#define SPECX_KERNEL_MEMCG_H
+
+#include "cgroup.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The memory cgroup of PID (0: this process). 0, or -1 with errno. */
+int specx_memcg_of(pid_t pid, struct specx_cgroup *cg);
+
+/* CG's hard limit in bytes (v1 memory.limit_in_bytes, v2 memory.max), 0 for none. */
+uint64_t specx_memcg_limit(const struct specx_cgroup *cg);
+
+/* The limit of this process's own memory cgroup (0 for none or no memory cgroup). Read anew
+ * at each call (a harness may move the program after it started): callers keep it. Safe in
+ * the speculative process. */
+uint64_t specx_memcg_self_limit(void);
+
+/* Sets CG's hard limit; 0 removes it. */
+int specx_memcg_set_limit(const struct specx_cgroup *cg, uint64_t bytes);
+
+/* Sets CG's throttling limit (v2 memory.high: above it the group reclaims, never OOMs); 0
+ * removes it. v1 has none: -1 with ENOTSUP, and the caller lowers the hard limit instead. */
+int specx_memcg_set_high(const struct specx_cgroup *cg, uint64_t bytes);
+
+/* Asks the kernel to reclaim BYTES from CG now (v2 memory.reclaim). v1 has no such file:
+ * -1 with ENOTSUP. */
+int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes);
+
+/* CG's charged memory now and at its peak (v1 memory.usage_in_bytes / max_usage_in_bytes,
+ * v2 memory.current / memory.peak). 0 if unreadable. */
+uint64_t specx_memcg_usage(const struct specx_cgroup *cg);
+uint64_t specx_memcg_peak(const struct specx_cgroup *cg);
+
+/* KEY of memory.stat, counting CG and its descendants (v1's "total_KEY" where it has one),
+ * e.g. "workingset_refault_file", "pgmajfault", "file", "anon" (v1: "cache", "rss"). */
+bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *value);
+
+/* Memory events of CG: how often the OOM killer killed a task in it (v1 memory.oom_control
+ * oom_kill, v2 memory.events oom_kill) and how often a charge hit the hard limit (v1
+ * memory.failcnt, v2 memory.events max). False if unreadable. */
+bool specx_memcg_oom_kills(const struct specx_cgroup *cg, uint64_t *kills);
+bool specx_memcg_limit_hits(const struct specx_cgroup *cg, uint64_t *hits);
+
+#endif

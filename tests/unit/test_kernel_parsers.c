@@ -1,0 +1,89 @@
+/* The kernel layer's pure parsers (src/kernel): which cgroup a process is in, where each
+ * hierarchy is mounted, "key value" files and pressure files, on texts as the kernel writes them. */
+#include <string.h>
+
+#include "cgroup.h"
+#include "check.h"
+#include "kfile.h"
+#include "psi.h"
+
+static void test_cgroup_v1_line_wins(void)
+{
+    char text[] = "9:name=systemd:/\n4:memory:/bench/run-1\n1:cpu:/\n0::/user.slice\n";
+    bool v1 = false;
+    const char *path = specx_cgroup_path_in(text, "memory", &v1);
+    CHECK(path && strcmp(path, "/bench/run-1") == 0 && v1);
+}
+
+static void test_cgroup_controller_list(void)
+{
+    char text[] = "3:cpu,memory,pids:/a\n";
+    bool v1 = false;
+    const char *path = specx_cgroup_path_in(text, "memory", &v1);
+    CHECK(path && strcmp(path, "/a") == 0 && v1);
+    char not_memory[] = "3:memory_x,cpu:/b\n";
+    CHECK(specx_cgroup_path_in(not_memory, "memory", &v1) == NULL);
+}
+
+static void test_cgroup_v2_only(void)
+{
+    char text[] = "0::/system.slice/x.service\n";
+    bool v1 = true;
+    const char *path = specx_cgroup_path_in(text, "freezer", &v1);
+    CHECK(path && strcmp(path, "/system.slice/x.service") == 0 && !v1);
+    char empty[] = "";
+    CHECK(specx_cgroup_path_in(empty, "memory", &v1) == NULL);
+}
+
+static void test_mounts_hybrid(void)
+{
+    char text[] = "proc /proc proc rw 0 0\n"
+                  "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n"
+                  "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+                  "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,cpu,cpuacct 0 0\n";
+    char copy[sizeof text];
+    bool v1 = false;
+    memcpy(copy, text, sizeof text);
+    const char *mount = specx_cgroup_mount_in(copy, "memory", &v1);
+    CHECK(mount && strcmp(mount, "/sys/fs/cgroup/memory") == 0 && v1);
+    memcpy(copy, text, sizeof text);
+    mount = specx_cgroup_mount_in(copy, "cpuacct", &v1);
+    CHECK(mount && strcmp(mount, "/sys/fs/cgroup/cpu,cpuacct") == 0 && v1);
+    memcpy(copy, text, sizeof text);
+    mount = specx_cgroup_mount_in(copy, "freezer", &v1); /* not on v1: the v2 hierarchy */
+    CHECK(mount && strcmp(mount, "/sys/fs/cgroup/unified") == 0 && !v1);
+}
+
+static void test_key_value(void)
+{
+    const char *stat = "cache 6885376\nrss 1916928\ntotal_rss 2000\nworkingset_refault_file 9143\n";
+    uint64_t v = 0;
+    CHECK(specx_kfile_key_u64(stat, "rss", &v) && v == 1916928);
+    CHECK(specx_kfile_key_u64(stat, "workingset_refault_file", &v) && v == 9143);
+    CHECK(!specx_kfile_key_u64(stat, "rs", &v));
+    CHECK(!specx_kfile_key_u64(stat, "pgmajfault", &v));
+    CHECK(specx_kfile_parse_u64("max\n", &v) && v == UINT64_MAX);
+    CHECK(!specx_kfile_parse_u64("-1", &v));
+}
+
+static void test_psi(void)
+{
+    struct specx_psi psi;
+    CHECK(specx_psi_parse("some avg10=1.50 avg60=0.25 avg300=0.00 total=12345\n"
+                          "full avg10=0.75 avg60=0.00 avg300=0.00 total=678\n", &psi));
+    CHECK(psi.some.avg10 == 1.5 && psi.some.total_us == 12345);
+    CHECK(psi.has_full && psi.full.avg10 == 0.75 && psi.full.total_us == 678);
+    CHECK(specx_psi_parse("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", &psi) && !psi.has_full);
+    CHECK(!specx_psi_parse("garbage", &psi));
+}
+
+int main(void)
+{
+    test_cgroup_v1_line_wins();
+    test_cgroup_controller_list();
+    test_cgroup_v2_only();
+    test_mounts_hybrid();
+    test_key_value();
+    test_psi();
+    return check_status();
+}
