@@ -26,9 +26,9 @@ static const struct option long_options[] = {
     { "no-priority", no_argument, NULL, OPT_NO_PRIORITY },
     { "seed", required_argument, NULL, OPT_SEED },
     { "daemon", no_argument, NULL, 'd' },
-    { "stats", required_argument, NULL, OPT_STATS },
+    { "stats", no_argument, NULL, OPT_STATS },
     { "json", no_argument, NULL, OPT_JSON },
-    { "unmount", required_argument, NULL, OPT_UNMOUNT },
+    { "unmount", no_argument, NULL, OPT_UNMOUNT },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -158,14 +158,14 @@ static void apply_overrides(struct slowfs_config *c, const struct overrides *o)
     if (o->seed) c->seed = o->v.seed;
 }
 
-/* Sets the action, refusing two different ones (e.g. --stats with --unmount). */
-static int set_action(struct slowfs_options *out, enum slowfs_action action, const char *mnt,
-                      char *err, size_t errsize)
+/* Sets the action, refusing two different ones (e.g. --stats with --unmount). The mount point
+ * is the operand, wherever it stands: `--stats --json MNT` and `--json --stats MNT` are one. */
+static int set_action(struct slowfs_options *out, enum slowfs_action action, char *err,
+                      size_t errsize)
 {
     if (out->action != ACTION_MOUNT && out->action != action)
         return specx_format_error(err, errsize, "--stats and --unmount cannot be combined");
     out->action = action;
-    out->mountpoint = mnt;
     return 0;
 }
 
@@ -180,8 +180,12 @@ static int check_operands(struct slowfs_options *out, int nargs, char **args, ch
         out->mountpoint = args[1];
         return 0;
     }
-    if (nargs != 0)
-        return specx_format_error(err, errsize, "unexpected argument '%s'", args[0]);
+    if (nargs == 0)
+        return specx_format_error(err, errsize, "expected MOUNTPOINT; see '%s --help'",
+                                  specx_progname());
+    if (nargs > 1)
+        return specx_format_error(err, errsize, "unexpected argument '%s'", args[1]);
+    out->mountpoint = args[0];
     return 0;
 }
 
@@ -201,11 +205,11 @@ int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, 
         case 'V': version = true; break;
         case OPT_JSON: out->json = true; break;
         case OPT_STATS:
-            if (set_action(out, ACTION_STATS, optarg, err, errsize))
+            if (set_action(out, ACTION_STATS, err, errsize))
                 return -1;
             break;
         case OPT_UNMOUNT:
-            if (set_action(out, ACTION_UNMOUNT, optarg, err, errsize))
+            if (set_action(out, ACTION_UNMOUNT, err, errsize))
                 return -1;
             break;
         case ':':

@@ -123,6 +123,10 @@ static void test_operands_and_actions(void)
     CHECK(PARSE(&o, "/b", "/m", "--disks") == -1 && strstr(err, "needs a value"));
     CHECK(PARSE(&o, "--stats", "/m", "--json") == 0);
     CHECK(o.action == ACTION_STATS && o.json && strcmp(o.mountpoint, "/m") == 0);
+    CHECK(PARSE(&o, "--stats", "--json", "/m") == 0);
+    CHECK(o.action == ACTION_STATS && o.json && strcmp(o.mountpoint, "/m") == 0);
+    CHECK(PARSE(&o, "--json", "--stats", "/m") == 0 && strcmp(o.mountpoint, "/m") == 0);
+    CHECK(PARSE(&o, "--stats") == -1 && strstr(err, "MOUNTPOINT"));
     CHECK(PARSE(&o, "--unmount", "/m") == 0 && o.action == ACTION_UNMOUNT);
     CHECK(PARSE(&o, "--unmount", "/m", "/x") == -1);
     CHECK(PARSE(&o, "--stats", "/m", "--unmount", "/m") == -1);
