@@ -249,9 +249,13 @@ def test_help_and_list(specx):
     assert proc.returncode == 0
     for option in ("--preset", "--runs", "--modes", "--out", "--data-dir", "--demo", "--list"):
         assert option in proc.stdout
+    assert proc.stdout.startswith("Usage: specx bench ")   # the C commands' style
     listing = run_specx("bench", "--list").stdout
     for name in (*WORKLOADS, "slowfs", "cold", "warm", "nospec", "specx"):
         assert f"  {name} " in listing
+    # Every description starts in one column, workloads and modes alike.
+    rows = [line for line in listing.splitlines() if line.startswith("  ")]
+    assert len({len(line) - len(line[2:].split(" ", 1)[1].lstrip()) for line in rows}) == 1
 
 
 @pytest.mark.parametrize("args,message", [
@@ -259,6 +263,8 @@ def test_help_and_list(specx):
     (["--runs", "0"], "--runs must be at least 1"),
     (["--warm-runs", "0"], "--warm-runs must be at least 1"),
     (["--modes", "cold,tepid"], "unknown mode 'tepid'"),
+    (["--frob"], "unrecognized arguments: --frob"),
+    (["--runs", "x"], "invalid int value"),
 ])
 def test_bad_input_is_one_line_error(specx, args, message):
     proc = run_specx("bench", *args)

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 from . import components, datasets, modes, report, runner, validate
 from .workloads import WORKLOADS
@@ -19,55 +20,93 @@ DEMO_NOTE = ("Demo: grep over a smaller tree (1,500 files) to keep it short; "
              "`specx bench grep` runs the full 8,000-file benchmark.")
 
 
+HELP = """\
+Usage: specx bench [OPTIONS] [WORKLOAD...]
+       specx bench --demo
+       specx bench --list
+
+Run real I/O-bound programs over an emulated slow device (slowfs) in several
+modes and report elapsed times like the paper's Table 1 and Fig. 2, as
+Markdown, JSON and PNG. Needs root (it drops the page cache and mounts slowfs).
+
+Workloads (default: all; --list says what each one runs):
+{names}
+
+Device:
+  -p, --preset NAME            slowfs device preset (default paper2003)
+      --slowfs-args ARGS       more slowfs options, one string,
+                               e.g. --slowfs-args='--latency-ms 1'
+
+Runs:
+      --modes LIST             comma-separated modes, in order ({modes};
+                               default {default_modes}, less those not built)
+      --runs N                 timed runs per workload and mode (default 3, as
+                               in the paper; 1 with --demo)
+      --warm-runs N            timed runs of the warm-cache modes, which are short
+                               and noisy (default 3 x --runs)
+      --scale full|demo|test   data set sizes (default full; demo with --demo)
+      --no-read-calls          skip the extra traced run that counts read calls
+      --demo                   short demonstration: grep on a small tree, 1 run
+                               per mode, nothing left behind
+
+Files:
+      --out DIR                results directory
+                               (default ./bench-results/<UTC timestamp>)
+      --data-dir DIR           where data sets are generated and cached
+                               (default {data_dir}; with --demo a temporary one)
+
+  -l, --list                   list workloads and modes, then exit
+  -h, --help                   show this help
+
+See specx-bench(1).
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the conventions of specx's C commands: a hand-laid help in their style and
+    one error line prefixed with the command, exit status 2."""
+
+    def format_help(self):
+        names = textwrap.fill(", ".join([VALIDATION, *WORKLOADS]), width=78,
+                              initial_indent="  ", subsequent_indent="  ")
+        return HELP.format(names=names,
+                           modes=", ".join(modes.MODES),
+                           default_modes=",".join(modes.DEFAULT_MODES), data_dir=DATA_DIR)
+
+    def error(self, message):
+        self.exit(2, f"specx bench: {message}; see 'specx bench --help'\n")
+
+
 def build_parser():
-    names = ", ".join([VALIDATION, *WORKLOADS])
-    p = argparse.ArgumentParser(
-        prog="specx bench",
-        description="Run real I/O-bound programs over an emulated slow device (slowfs) in "
-                    "several modes and report elapsed times like the paper's Table 1 and "
-                    "Fig. 2. Needs root (it drops the page cache and mounts slowfs).",
-        epilog=f"Workloads: {names} (default: all). Modes: {', '.join(modes.MODES)} "
-               f"(default: {','.join(modes.DEFAULT_MODES)}, less those not built). "
-               "See specx-bench(1).")
-    p.add_argument("workloads", nargs="*", metavar="WORKLOAD",
-                   help="workloads to run (see --list); 'slowfs' validates the device")
-    p.add_argument("--preset", default="paper2003", metavar="NAME",
-                   help="slowfs device preset (default: paper2003)")
-    p.add_argument("--slowfs-args", default="", metavar="ARGS",
-                   help="more slowfs options, one string, e.g. --slowfs-args='--latency-ms 1'")
-    p.add_argument("--runs", type=int, metavar="N",
-                   help="timed runs per workload and mode (default: 3, as in the paper; "
-                        "1 with --demo)")
-    p.add_argument("--warm-runs", type=int, metavar="N",
-                   help="timed runs of the warm-cache modes (warm, specx-warm), which are short "
-                        "and noisy (default: 3 x --runs)")
-    p.add_argument("--modes", metavar="LIST", help="comma-separated modes to run, in order")
-    p.add_argument("--out", metavar="DIR",
-                   help="results directory (default: ./bench-results/<UTC timestamp>)")
-    p.add_argument("--data-dir", metavar="DIR",
-                   help=f"where data sets are generated and cached (default: {DATA_DIR}; "
-                        "with --demo a temporary directory)")
-    p.add_argument("--scale", choices=("full", "demo", "test"),
-                   help="data set sizes: full (the benchmark; the default), demo (the default "
-                        "with --demo), test (tiny)")
-    p.add_argument("--no-read-calls", dest="read_calls", action="store_false",
-                   help="skip the extra traced run that counts read calls (Table 1)")
-    p.add_argument("--list", action="store_true", help="list workloads and modes, then exit")
-    p.add_argument("--demo", action="store_true",
-                   help="short demonstration: grep on a small tree, 1 run per mode, "
-                        "nothing left behind")
+    p = Parser(prog="specx bench", add_help=False)
+    p.add_argument("-h", "--help", action="help")
+    p.add_argument("workloads", nargs="*", metavar="WORKLOAD")
+    p.add_argument("-p", "--preset", default="paper2003", metavar="NAME")
+    p.add_argument("--slowfs-args", default="", metavar="ARGS")
+    p.add_argument("--runs", type=int, metavar="N")
+    p.add_argument("--warm-runs", type=int, metavar="N")
+    p.add_argument("--modes", metavar="LIST")
+    p.add_argument("--out", metavar="DIR")
+    p.add_argument("--data-dir", metavar="DIR")
+    p.add_argument("--scale", choices=("full", "demo", "test"))
+    p.add_argument("--no-read-calls", dest="read_calls", action="store_false")
+    p.add_argument("-l", "--list", action="store_true")
+    p.add_argument("--demo", action="store_true")
     return p
 
 
 def print_list():
-    print("Workloads:")
-    print(f"  {VALIDATION:<10} {validate.DeviceData.description}")
-    for w in WORKLOADS.values():
-        print(f"  {w.name:<10} {w.description}" + (f" (paper: {w.paper})" if w.paper else ""))
-    print("Modes:")
-    for m in modes.MODES.values():
-        missing = " [not available: needs " + m.needs + "]" if m.missing() else ""
-        print(f"  {m.name:<10} {m.description}{missing}")
+    workloads = [(VALIDATION, validate.DeviceData.description)] + [
+        (w.name, w.description + (f" (paper: {w.paper})" if w.paper else ""))
+        for w in WORKLOADS.values()]
+    mode_rows = [(m.name, m.description + (f" [not available: needs {m.needs}]"
+                                           if m.missing() else ""))
+                 for m in modes.MODES.values()]
+    width = max(len(name) for name, _ in workloads + mode_rows)
+    for title, rows in (("Workloads", workloads), ("Modes", mode_rows)):
+        print(f"{title}:")
+        for name, text in rows:
+            print(f"  {name:<{width}}  {text}")
 
 
 def fail(message):
