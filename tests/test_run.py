@@ -58,11 +58,44 @@ def cold_tree(tmp_path_factory):
 
 def test_help_and_bad_usage(specx):
     assert run_specx("run", "--help").returncode == 0
-    for args in (["--no-such-option", "true"], [], ["--horizon", "0", "true"],
-                 ["--horizon", "x", "true"]):
+    for args in (["--no-such-option", "true"], ["-Z", "true"], [], ["--horizon", "0", "true"],
+                 ["--horizon", "x", "true"], ["--json"]):
         proc = run_specx("run", *args)
         assert proc.returncode == 2
-        assert proc.stderr.startswith("specx run: ") or "Try 'specx run --help'" in proc.stderr
+        assert proc.stderr.startswith("specx run: ") and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("option", ["--json", "--report="])
+def test_an_unwritable_report_path_is_refused_before_the_command_runs(specx, tmp_path, option):
+    marker = tmp_path / "ran"
+    where = tmp_path / "no-such-dir" / "r"
+    args = [option + str(where)] if option.endswith("=") else [option, where]
+    proc = run_specx("run", *args, "--", "touch", marker)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("specx run: cannot write ") and len(proc.stderr.splitlines()) == 1
+    assert not marker.exists()
+
+
+def test_report_to_a_file_leaves_stderr_to_the_program(specx, tmp_path):
+    table = tmp_path / "report.txt"
+    proc = run_specx("run", f"--report={table}", "--", "sh", "-c", "echo own >&2")
+    assert proc.returncode == 0 and proc.stderr == "own\n"
+    assert "I/O stalls of normal execution" in table.read_text()
+
+
+def test_a_static_binary_is_reported_as_not_served(specx, tmp_path):
+    source = tmp_path / "static.c"
+    source.write_text('#include <stdio.h>\nint main(void) { puts("hi"); return 3; }\n')
+    exe = tmp_path / "static"
+    if subprocess.run(["cc", "-static", "-o", exe, source], capture_output=True).returncode:
+        pytest.skip("cc cannot link statically here (no libc.a)")
+    proc, report = run_json(tmp_path, exe, options=["--report"])
+    assert proc.returncode == 3 and proc.stdout == "hi\n"
+    assert report["mechanism"] is None
+    assert "statically linked" in report["not_served_because"]
+    assert "not served: the command is statically linked" in proc.stderr
+    dynamic, report = run_json(tmp_path, "true")
+    assert report["mechanism"] == "preload" and report["not_served_because"] is None
 
 
 # ---- pass-through semantics ----

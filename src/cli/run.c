@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elf_kind.h"
 #include "horizon.h"
 #include "lazy_memory.h"
 #include "paths.h"
@@ -29,6 +30,7 @@
 
 struct options {
     bool report;
+    const char *report_file; /* --report=FILE; NULL: stderr */
     const char *json;
     bool speculation;
     unsigned horizon;
@@ -47,7 +49,9 @@ static void usage(FILE *out)
         "will read next.\n"
         "\n"
         "Options:\n"
-        "  -r, --report      print I/O stall and prefetch statistics to stderr at the end\n"
+        "  -r, --report[=FILE]\n"
+        "                    print I/O stall and prefetch statistics at the end, to FILE\n"
+        "                    or (by default) to stderr\n"
         "  -j, --json FILE   write the same statistics as JSON to FILE ('-': stdout)\n"
         "  -n, --no-spec     interpose and count, but never speculate (a baseline)\n"
         "  -H, --horizon N   at most N prefetches ahead of the program (1-%u, default %u)\n"
@@ -98,7 +102,7 @@ static const char *combined_refork_mode(const char *refork, const char *cow)
 static int parse_options(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
-        { "report", no_argument, NULL, 'r' },   { "json", required_argument, NULL, 'j' },
+        { "report", optional_argument, NULL, 'r' }, { "json", required_argument, NULL, 'j' },
         { "no-spec", no_argument, NULL, 'n' },  { "horizon", required_argument, NULL, 'H' },
         { "verbose", no_argument, NULL, 'v' },  { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },  { "refork", required_argument, NULL, 'R' },
@@ -107,10 +111,15 @@ static int parse_options(int argc, char **argv, struct options *o)
     *o = (struct options){ .speculation = true, .horizon = SPECX_HORIZON_DEFAULT };
     int c;
     uint64_t v;
-    /* '+': options end at COMMAND, whose own options are its business. */
-    while ((c = getopt_long(argc, argv, "+rj:nH:vhV", longopts, NULL)) != -1) {
+    /* '+': options end at COMMAND, whose own options are its business; ':': errors are ours
+     * to report, in one line. */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:rj:nH:vhV", longopts, NULL)) != -1) {
         switch (c) {
-        case 'r': o->report = true; break;
+        case 'r':
+            o->report = true;
+            o->report_file = optarg;
+            break;
         case 'j': o->json = optarg; break;
         case 'n': o->speculation = false; break;
         case 'v': o->verbose = true; break;
@@ -123,9 +132,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'C': o->cow = cow_mode(optarg); break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("specx run %s\n", SPECX_VERSION); exit(0);
+        case ':':
+            specx_die(2, "option '%s' needs a value; see 'specx run --help'", argv[optind - 1]);
         default:
-            fprintf(stderr, "Try 'specx run --help'.\n");
-            exit(2);
+            if (optopt > 0 && optopt < 256)
+                specx_die(2, "invalid option '-%c'; see 'specx run --help'", optopt);
+            specx_die(2, "invalid option '%s'; see 'specx run --help'", argv[optind - 1]);
         }
     }
     if (optind >= argc)
@@ -274,25 +286,54 @@ static int run_command(char **argv, const struct options *o, const char *lib,
 
 /* ---- reports and the final status ---- */
 
-static void write_reports(const struct options *o, const struct run_result *r)
+/* Where the reports go, opened before the command starts: a path that cannot be written is
+ * refused before the command runs, not found out after it has done its work. */
+struct report_files {
+    FILE *table; /* NULL: no --report */
+    FILE *json;  /* NULL: no --json */
+};
+
+/* PATH opened for a report ('-': stdout), or exit 2 with one line. */
+static FILE *open_report(const char *path, FILE *standard)
 {
-    if (o->report)
-        run_report_table(stderr, r);
-    if (!o->json)
-        return;
-    if (strcmp(o->json, "-") == 0) {
-        run_report_json(stdout, r);
-        fflush(stdout);
+    if (!path || strcmp(path, "-") == 0)
+        return standard;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f)
+        specx_die(2, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+static struct report_files open_reports(const struct options *o)
+{
+    return (struct report_files){
+        .table = o->report ? open_report(o->report_file, stderr) : NULL,
+        .json = o->json ? open_report(o->json, stdout) : NULL,
+    };
+}
+
+static void close_report(FILE *f, const char *path)
+{
+    if (f == stdout || f == stderr) {
+        fflush(f);
         return;
     }
-    FILE *f = fopen(o->json, "w");
-    if (!f) {
-        specx_warn("cannot write %s: %s", o->json, strerror(errno));
-        return;
-    }
-    run_report_json(f, r);
     if (fclose(f) != 0)
-        specx_warn("cannot write %s: %s", o->json, strerror(errno));
+        specx_warn("cannot write %s: %s", path, strerror(errno));
+}
+
+static void write_reports(const struct options *o, const struct report_files *files,
+                          const struct run_result *r)
+{
+    if (files->table) {
+        run_report_table(files->table, r);
+        close_report(files->table, o->report_file);
+    }
+    if (files->json) {
+        run_report_json(files->json, r);
+        close_report(files->json, o->json);
+    }
 }
 
 /* specx run dies of the signal that killed the command, without a core dump of its own. */
@@ -321,12 +362,14 @@ int specx_run_main(int argc, char **argv)
         specx_die(127, "libspecx.so is not installed");
     if (!o.report && !o.json)
         return become_command(cmd, &o, lib);
+    struct report_files files = open_reports(&o);
     if (run_stats_create(stats, sizeof stats) < 0)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
 
     forward_signals();
     struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon,
-                            .fast_refork = o.refork && strcmp(o.refork, "fast") == 0 };
+                            .fast_refork = o.refork && strcmp(o.refork, "fast") == 0,
+                            .is_static = elf_is_static(cmd[0]) };
     int failure;
     if (run_command(cmd, &o, lib, stats, &r, &failure) < 0) {
         run_stats_remove(stats);
@@ -335,7 +378,7 @@ int specx_run_main(int argc, char **argv)
     if (run_stats_load(stats, &r.stats) < 0)
         specx_warn("cannot read the statistics: %s", strerror(errno));
     run_stats_remove(stats);
-    write_reports(&o, &r);
+    write_reports(&o, &files, &r);
     run_stats_free(&r.stats);
     if (r.signal)
         die_like(r.signal);

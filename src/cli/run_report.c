@@ -74,17 +74,59 @@ static void print_reforks(FILE *out, const struct specx_stats_slot *t)
                 t->lazy_zero, t->lazy_swap_prefetches, t->lazy_dropped);
 }
 
+/* Prints PREFIX then TEXT folded at word boundaries to 78 columns, continuation lines indented
+ * by 4, and a blank line. */
+static void print_wrapped(FILE *out, const char *prefix, const char *text)
+{
+    int column = fprintf(out, "%s", prefix);
+    bool line_start = true;
+    while (*text) {
+        int word = (int)strcspn(text, " ");
+        if (!line_start && column + 1 + word > 78) {
+            column = fprintf(out, "\n    ") - 1;
+        } else if (!line_start) {
+            column += fprintf(out, " ");
+        }
+        line_start = false;
+        column += fprintf(out, "%.*s", word, text);
+        text += word + (text[word] == ' ');
+    }
+    fprintf(out, "\n\n");
+}
+
+/* Which mechanism served the run: the preload runtime if any process of the command loaded
+ * it; otherwise NULL, with the reason in *WHY (a report of zeros alone would read as "nothing
+ * stalled"). */
+static const char *mechanism(const struct run_result *r, const char **why)
+{
+    *why = NULL;
+    if (r->stats.nprocs > 0 || r->stats.lost > 0)
+        return "preload";
+    *why = r->is_static
+               ? "the command is statically linked: the dynamic loader, which applies "
+                 "LD_PRELOAD, never runs, so no read was seen and nothing was speculated"
+               : "no process of the command loaded libspecx.so (a set-user-ID program, or one "
+                 "that removed LD_PRELOAD): no read was seen and nothing was speculated";
+    return NULL;
+}
+
 void run_report_table(FILE *out, const struct run_result *r)
 {
+    const char *why;
+    const char *served_by = mechanism(r, &why);
     const struct specx_stats_slot *t = &r->stats.total;
     double share = run_stats_complete_share(t);
     fprintf(out, "specx run: ");
     print_command(out, r->argv);
     fprintf(out, "\n  ");
     print_outcome(out, r);
-    fprintf(out, ", speculation %s, horizon %u, refork %s (%s copy-on-write)\n\n",
+    fprintf(out, ", speculation %s, horizon %u, refork %s (%s copy-on-write)\n",
             r->speculation ? "on" : "off", r->horizon, r->fast_refork ? "fast" : "basic",
             r->fast_refork ? "one-way" : "basic");
+    if (served_by)
+        fprintf(out, "  served by the preload runtime (libspecx.so)\n\n");
+    else
+        print_wrapped(out, "  not served: ", why);
     fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
     fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "I/O stalls of normal execution",
             t->stalls + t->inflight_waits, seconds(t->stall_ns + t->inflight_wait_ns));
@@ -155,6 +197,14 @@ static void json_string(FILE *out, const char *s)
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+static void json_string_or_null(FILE *out, const char *s)
+{
+    if (s)
+        json_string(out, s);
+    else
+        fprintf(out, "null");
 }
 
 static const struct {
@@ -228,6 +278,13 @@ void run_report_json(FILE *out, const struct run_result *r)
         fprintf(out, "  \"exit_status\": null,\n  \"signal\": %d,\n", r->signal);
     else
         fprintf(out, "  \"exit_status\": %d,\n  \"signal\": null,\n", r->exit_status);
+    const char *why;
+    const char *served_by = mechanism(r, &why);
+    fprintf(out, "  \"mechanism\": ");
+    json_string_or_null(out, served_by);
+    fprintf(out, ",\n  \"not_served_because\": ");
+    json_string_or_null(out, why);
+    fprintf(out, ",\n");
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);
     fprintf(out, "  \"refork\": \"%s\",\n  \"cow\": \"%s\",\n",

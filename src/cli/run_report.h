@@ -16,6 +16,7 @@ struct run_result {
     bool speculation;      /* false with --no-spec */
     unsigned horizon;
     bool fast_refork;      /* --refork=fast (= --cow=one-way) */
+    bool is_static;        /* the command is a statically linked executable (elf_kind.h) */
     struct run_stats stats;
 };
 
