@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -96,6 +97,14 @@ def test_a_static_binary_is_reported_as_not_served(specx, tmp_path):
     assert "not served: the command is statically linked" in proc.stderr
     dynamic, report = run_json(tmp_path, "true")
     assert report["mechanism"] == "preload" and report["not_served_because"] is None
+
+
+def test_a_go_program_is_reported_as_not_served(specx, tmp_path):
+    if not shutil.which("restic"):
+        pytest.skip("no Go program here (restic is not installed: scripts/ensure-deps)")
+    proc, report = run_json(tmp_path, "restic", "version")
+    assert proc.returncode == 0 and proc.stdout.startswith("restic ")
+    assert report["mechanism"] is None and "Go program" in report["not_served_because"]
 
 
 # ---- pass-through semantics ----

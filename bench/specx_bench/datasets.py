@@ -34,8 +34,13 @@ def locked(data_dir):
         yield
 
 
+def data_name(workload):
+    """The data set's name: a workload's own, or the one it shares with another (`dataset`)."""
+    return workload.dataset or workload.name
+
+
 def stamp(workload, params):
-    return {"workload": workload.name, "version": workload.version, "params": params,
+    return {"workload": data_name(workload), "version": workload.version, "params": params,
             "inputs": workload.generator_inputs()}
 
 
@@ -55,7 +60,7 @@ def ensure(workload, scale, data_dir):
     """Path of WORKLOAD's data set at SCALE, generating it first when missing or stale."""
     params = workload.scales[scale]
     want = stamp(workload, params)
-    path = os.path.join(data_dir, f"{workload.name}-{scale}")
+    path = os.path.join(data_dir, f"{data_name(workload)}-{scale}")
     if is_current(path, want):
         return path
     if os.path.exists(path):

@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elf_kind.h"
 #include "horizon.h"
 #include "lazy_memory.h"
 #include "paths.h"
@@ -369,7 +368,7 @@ int specx_run_main(int argc, char **argv)
     forward_signals();
     struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon,
                             .fast_refork = o.refork && strcmp(o.refork, "fast") == 0,
-                            .is_static = elf_is_static(cmd[0]) };
+                            .kind = elf_kind_of(cmd[0]) };
     int failure;
     if (run_command(cmd, &o, lib, stats, &r, &failure) < 0) {
         run_stats_remove(stats);

@@ -100,13 +100,18 @@ static void print_wrapped(FILE *out, const char *prefix, const char *text)
 static const char *mechanism(const struct run_result *r, const char **why)
 {
     *why = NULL;
-    if (r->stats.nprocs > 0 || r->stats.lost > 0)
+    if (r->kind == ELF_GO)
+        *why = "the command is a Go program, which makes its own system calls past the C "
+               "library whose read functions the runtime interposes: no read was seen and "
+               "nothing was speculated";
+    else if (r->stats.nprocs > 0 || r->stats.lost > 0)
         return "preload";
-    *why = r->is_static
-               ? "the command is statically linked: the dynamic loader, which applies "
-                 "LD_PRELOAD, never runs, so no read was seen and nothing was speculated"
-               : "no process of the command loaded libspecx.so (a set-user-ID program, or one "
-                 "that removed LD_PRELOAD): no read was seen and nothing was speculated";
+    else if (r->kind == ELF_STATIC)
+        *why = "the command is statically linked: the dynamic loader, which applies "
+               "LD_PRELOAD, never runs, so no read was seen and nothing was speculated";
+    else
+        *why = "no process of the command loaded libspecx.so (a set-user-ID program, or one "
+               "that removed LD_PRELOAD): no read was seen and nothing was speculated";
     return NULL;
 }
 

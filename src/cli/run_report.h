@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "elf_kind.h"
 #include "run_stats.h"
 
 struct run_result {
@@ -16,7 +17,7 @@ struct run_result {
     bool speculation;      /* false with --no-spec */
     unsigned horizon;
     bool fast_refork;      /* --refork=fast (= --cow=one-way) */
-    bool is_static;        /* the command is a statically linked executable (elf_kind.h) */
+    enum elf_kind kind;    /* what the command's executable is (elf_kind.h) */
     struct run_stats stats;
 };
 

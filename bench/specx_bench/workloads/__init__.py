@@ -8,7 +8,9 @@ from .refork import Refork
 from .sqlite import Sqlite
 from .stencil import Stencil
 from .swap import Swap
+from .tree_tools import GitGrep, PyLoader, Restic, Rg, RgOneThread, StaticReader
 from .xds import Xds
 
 WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
-                                     Stencil(), Swap(), Refork())}
+                                     Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
+                                     Restic(), StaticReader(), PyLoader())}

@@ -23,7 +23,8 @@ class Workload:
     version: bump it whenever generate() changes its output, so cached data sets are remade;
     scales: parameters per scale ("full": the benchmark; "demo": `make demo`; "test": tests);
     server: True when the process to wrap (e.g. with `specx run`) is a server that the timed
-    command talks to, rather than the timed command itself.
+    command talks to, rather than the timed command itself;
+    dataset: the name of another workload whose data set this one reads (None: its own).
     """
     name = ""
     paper = ""
@@ -31,6 +32,7 @@ class Workload:
     version = 1
     scales = {}
     server = False
+    dataset = None
 
     def unavailable(self, data_dir):
         """None when the workload can run on this machine, else a one-line reason to skip it
