@@ -1,7 +1,7 @@
 """Issue 12's workloads: the programs people run on slow storage that `specx run`'s preload
 cannot serve today, each over grep's source tree (the same data set, generated once), so that
 their times compare with grep's: ripgrep (threaded, and -j1), git grep (threaded, over a
-repository), restic (Go: statically linked, its own system calls), a statically linked C
+repository), restic (Go: its own system calls, static or not), a statically linked C
 reader and a threaded Python loader."""
 import contextlib
 import os
@@ -73,7 +73,7 @@ class Restic(TreeTool):
     tree would skip unchanged files by their metadata and read nothing)."""
     name = "restic"
     program = "restic"
-    description = "restic backup (Go, statically linked) of a source tree into a local repository"
+    description = "restic backup (a Go program) of a source tree into a local repository"
 
     @contextlib.contextmanager
     def session(self, root, params, wrap, scratch, log):
