@@ -3,6 +3,7 @@ import contextlib
 import os
 import pathlib
 import subprocess
+import threading
 
 import pytest
 
@@ -11,6 +12,8 @@ BUILD = pathlib.Path(os.environ.get("SPECX_BUILD_DIR", REPO / "build"))
 SPECX = BUILD / "specx"
 IS_ROOT = os.geteuid() == 0
 LONG = os.environ.get("SPECX_TEST_LONG") == "1"
+# SPECX_TEST_BUSY=N runs the session beside N CPU-bound processes, as on a loaded CI machine.
+BUSY = int(os.environ.get("SPECX_TEST_BUSY", "0") or 0)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -21,6 +24,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_root)
         if "long" in item.keywords and not LONG:
             item.add_marker(skip_long)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def busy_machine():
+    """SPECX_TEST_BUSY=N: N busy loops at normal priority for the whole session, so that a test
+    that depends on an idle-priority process getting CPU fails here rather than on CI."""
+    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(BUSY)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +68,41 @@ def slowfs_mount(backing, mountpoint, *options):
         yield pathlib.Path(mountpoint)
     finally:
         run_specx("slowfs", "--unmount", mountpoint)
+
+
+def _pids_with(marker):
+    """Pids of the processes whose command line contains MARKER."""
+    for entry in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker.encode() in entry.read_bytes():
+                yield int(entry.parent.name)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def copies_get_cpu(marker):
+    """A speculative copy runs at SCHED_IDLE (docs/DESIGN.md §2), which a busy machine may not
+    schedule for seconds: a test that needs a copy to *run* (not to be fast) moves every process
+    whose command line has MARKER and that is at SCHED_IDLE back to SCHED_OTHER while the block
+    runs. The runtime is unchanged; only the CPU share it would get from an idle machine is the
+    test's to give (root only)."""
+    stop = threading.Event()
+
+    def promote():
+        while not stop.is_set():
+            for pid in _pids_with(str(marker)):
+                try:
+                    if os.sched_getscheduler(pid) == os.SCHED_IDLE:
+                        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+                except OSError:
+                    pass   # gone already
+            stop.wait(0.002)
+
+    thread = threading.Thread(target=promote, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
