@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from conftest import drop_caches, run_specx, slowfs_mount
+from conftest import copies_get_cpu, drop_caches, run_specx, slowfs_mount
 
 # Reads FILE in 64 KiB pieces; with ADVICE first advises the whole file as such.
 SEQUENTIAL_READER = """
@@ -33,8 +33,9 @@ def cold_file(tmp_path_factory):
 def switches(tmp_path, path, *advice):
     drop_caches()
     report = tmp_path / f"{uuid.uuid4().hex}.json"
-    proc = run_specx("run", "--json", report, "--", sys.executable, "-c", SEQUENTIAL_READER,
-                     path, *advice)
+    with copies_get_cpu(path):   # the copy's prefetches must come on a busy machine too
+        proc = run_specx("run", "--json", report, "--", sys.executable, "-c", SEQUENTIAL_READER,
+                         path, *advice)
     assert proc.returncode == 0, proc.stderr
     total = json.loads(report.read_text())["total"]
     return total["fadv_random"] + total["fadv_normal"], total["spec_used"]
