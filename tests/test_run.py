@@ -409,6 +409,28 @@ def test_copies_that_cannot_predict_never_prefetch(specx, tmp_path):
     assert total["spec_prefetches"] == 0
 
 
+@pytest.mark.root
+def test_copies_that_never_predict_are_retired(specx, tmp_path):
+    """A process whose copies predict none of its reads stops making them after eight in a
+    row (issue 10: copies that never earn trust must stop costing anything), and the report
+    says why speculation did not help."""
+    backing = tmp_path / "backing"
+    backing.mkdir()
+    write_chain(backing / "chain.bin", 16384, 5)   # 64 MiB: hop after hop misses the cache
+    chase = [str(BUILD / "bench" / "programs" / "chase"), "--hops", "300"]
+    plain = subprocess.run([*chase, backing / "chain.bin"], capture_output=True, text=True,
+                           check=True).stdout
+    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "2") as mnt:
+        drop_caches()
+        proc, report = run_json(tmp_path, *chase, mnt / "chain.bin", options=["--report"])
+    assert proc.returncode == 0 and proc.stdout == plain
+    total = report["total"]
+    assert total["spec_created"] == 8 and total["spec_prefetches"] == 0, total
+    assert "never_predicted" in total["flags"]
+    assert "speculation stopped: in 1 process copies never predicted the next read" in \
+        proc.stderr
+
+
 # Reads files until it sees its copy (one parked at the horizon stays alive), reaps it, makes
 # its next child take the copy's pid, and stalls again.
 REUSE_PID = """

@@ -115,6 +115,29 @@ static const char *mechanism(const struct run_result *r, const char **why)
     return NULL;
 }
 
+static size_t processes_with(const struct run_stats *s, uint32_t flag)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nprocs; i++)
+        n += (s->procs[i].flags & flag) != 0;
+    return n;
+}
+
+/* Why speculation stopped helping, where the runtime gave up on it: a plain word rather
+ * than counts to interpret. */
+static void print_why_not(FILE *out, const struct run_result *r)
+{
+    size_t never = processes_with(&r->stats, SPECX_SLOT_NEVER_PREDICTED);
+    char why[256];
+    if (!never)
+        return;
+    snprintf(why, sizeof why, "in %zu process%s copies never predicted the next read: no more "
+             "copies after %u in a row that predicted none", never, never == 1 ? "" : "es",
+             SPECX_RETIRE_AFTER);
+    fputc('\n', out);
+    print_wrapped(out, "  speculation stopped: ", why);
+}
+
 void run_report_table(FILE *out, const struct run_result *r)
 {
     const char *why;
@@ -171,9 +194,7 @@ void run_report_table(FILE *out, const struct run_result *r)
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",
             "readahead switches", t->fadv_random + t->fadv_normal, t->fadv_random,
             t->fadv_normal);
-    size_t threaded = 0;
-    for (size_t i = 0; i < r->stats.nprocs; i++)
-        threaded += (r->stats.procs[i].flags & SPECX_SLOT_THREADED) != 0;
+    size_t threaded = processes_with(&r->stats, SPECX_SLOT_THREADED);
     fprintf(out, "  %-40s %12zu", "processes", r->stats.nprocs);
     if (threaded)
         fprintf(out, "  %zu stopped speculating at a second thread", threaded);
@@ -181,6 +202,7 @@ void run_report_table(FILE *out, const struct run_result *r)
     if (r->stats.lost)
         fprintf(out, "  %-40s %12u\n", "processes not counted (table full)", r->stats.lost);
     fprintf(out, "  %-40s %12s  %.3f s\n", "elapsed", "", seconds(r->elapsed_ns));
+    print_why_not(out, r);
     if (r->stats.nprocs > 1) {
         fputc('\n', out);
         print_processes(out, &r->stats);
@@ -218,6 +240,7 @@ static const struct {
 } flag_names[] = {
     { SPECX_SLOT_NO_SPEC, "no_spec" },
     { SPECX_SLOT_THREADED, "threaded" },
+    { SPECX_SLOT_NEVER_PREDICTED, "never_predicted" },
     { SPECX_SLOT_SANDBOX_FAILED, "sandbox_failed" },
     { SPECX_SLOT_NO_CACHESTAT, "no_cachestat" },
     { SPECX_SLOT_ENDED, "ended" },

@@ -62,7 +62,12 @@ enum specx_slot_flag {
     SPECX_SLOT_SANDBOX_FAILED = 1u << 2, /* the sandbox could not be entered */
     SPECX_SLOT_NO_CACHESTAT = 1u << 3, /* residency through mincore (kernel without cachestat) */
     SPECX_SLOT_ENDED = 1u << 4,        /* the program image ended (exit or exec) normally */
+    SPECX_SLOT_NEVER_PREDICTED = 1u << 5, /* copies in a row predicted no read: none made since */
 };
+
+/* How many copies in a row must predict no read of the program before a process makes no
+ * more (SPECX_SLOT_NEVER_PREDICTED; src/runtime/spec.c says why). */
+#define SPECX_RETIRE_AFTER 8u
 
 struct specx_stats_header {
     uint64_t magic;

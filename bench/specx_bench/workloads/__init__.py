@@ -1,5 +1,6 @@
 """The benchmark programs, one module each, in the order of the paper's Table 1."""
 from .chase import Chase
+from .everyday import CcHeaders, PyImport, Sqlite3Scan, Sqlite3Shell
 from .grep import Grep
 from .ld import Ld
 from .matvec import Matvec
@@ -13,4 +14,5 @@ from .xds import Xds
 
 WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
-                                     Restic(), StaticReader(), PyLoader())}
+                                     Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
+                                     Sqlite3Scan(), PyImport(), CcHeaders())}
