@@ -417,16 +417,20 @@ def test_copies_that_never_predict_are_retired(specx, tmp_path):
     backing = tmp_path / "backing"
     backing.mkdir()
     write_chain(backing / "chain.bin", 16384, 5)   # 64 MiB: hop after hop misses the cache
-    chase = [str(BUILD / "bench" / "programs" / "chase"), "--hops", "300"]
+    chase = [str(BUILD / "bench" / "programs" / "chase"), "--hops", "800"]
     plain = subprocess.run([*chase, backing / "chain.bin"], capture_output=True, text=True,
                            check=True).stdout
-    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "2") as mnt:
+    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "1") as mnt:
         drop_caches()
-        proc, report = run_json(tmp_path, *chase, mnt / "chain.bin", options=["--report"])
+        # Each copy must get into its sandbox to be judged, busy machine or not.
+        with copies_get_cpu(mnt / "chain.bin"):
+            proc, report = run_json(tmp_path, *chase, mnt / "chain.bin", options=["--report"])
     assert proc.returncode == 0 and proc.stdout == plain
     total = report["total"]
-    assert total["spec_created"] == 8 and total["spec_prefetches"] == 0, total
-    assert "never_predicted" in total["flags"]
+    # Eight in a row predicted nothing (a copy whose guess the program happened to read, as
+    # one of a chaser's may, starts the count again), then no more.
+    assert "never_predicted" in total["flags"], total
+    assert total["spec_created"] >= 8 and total["spec_prefetches"] == 0, total
     assert "speculation stopped: in 1 process copies never predicted the next read" in \
         proc.stderr
 

@@ -123,6 +123,11 @@ static void judge_child(bool on_track)
     back_off(backoff_of(child_dev, child_ino, true), useful);
     back_off(&process_backoff, useful);
     useless_in_a_row = useful ? 0 : useless_in_a_row + 1;
+    if (useless_in_a_row == SPECX_RETIRE_AFTER) {
+        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
+        specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
+                  SPECX_RETIRE_AFTER);
+    }
     specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
               child_dry ? "dry" : "live", t.hits, t.misses);
 }
@@ -353,17 +358,11 @@ static void start_own_read(const struct specx_stall *stall, const struct stat *s
     specx_start_read(stall->fd, stall->off, end > stall->off ? end - stall->off : stall->len);
 }
 
-/* Copies have predicted nothing the program read SPECX_RETIRE_AFTER times in a row: no more. */
+/* Copies have predicted nothing the program read SPECX_RETIRE_AFTER times in a row: no more
+ * (judge_child). */
 static bool copies_retired(void)
 {
-    if (useless_in_a_row < SPECX_RETIRE_AFTER)
-        return false;
-    if (!(specx.slot->flags & SPECX_SLOT_NEVER_PREDICTED)) {
-        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
-        specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
-                  SPECX_RETIRE_AFTER);
-    }
-    return true;
+    return useless_in_a_row >= SPECX_RETIRE_AFTER;
 }
 
 /* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
