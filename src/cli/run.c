@@ -19,10 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "horizon.h"
-#include "lazy_memory.h"
 #include "paths.h"
 #include "run.h"
+#include "run_env.h"
 #include "run_report.h"
 #include "run_stats.h"
 #include "util.h"
@@ -175,11 +174,11 @@ static void prepare_environment(const struct options *o, const char *lib, const 
         setenv(SPECX_STATS_ENV, stats, 1);
     else
         unsetenv(SPECX_STATS_ENV);
-    setenv("SPECX_HORIZON", horizon, 1);
+    setenv(SPECX_HORIZON_ENV, horizon, 1);
     if (!o->speculation)
-        setenv("SPECX_DISABLE", "1", 1);
+        setenv(SPECX_DISABLE_ENV, "1", 1);
     if (o->verbose)
-        setenv("SPECX_VERBOSE", "1", 1);
+        setenv(SPECX_VERBOSE_ENV, "1", 1);
     if (o->refork)
         setenv(SPECX_REFORK_ENV, o->refork, 1);
     else

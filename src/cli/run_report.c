@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "copy_idle.h"
 
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
@@ -188,7 +187,7 @@ void run_report_table(FILE *out, const struct run_result *r)
             "speculative processes created", t->spec_created, t->spec_ended, t->spec_failed);
     fprintf(out, "  %-40s %12" PRIu64 "  ran %.1f ms of CPU time without reaching I/O\n",
             "  ended themselves, idle", t->spec_idle_ended,
-            (double)(SPECX_COPY_IDLE_TICKS * SPECX_COPY_IDLE_TICK_NS) / 1e6);
+            (double)SPECX_COPY_IDLE_CPU_NS / 1e6);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predictions logged, kept from the disk\n",
             "  dry (predicting only, until trusted)", t->spec_dry, t->spec_predictions);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",

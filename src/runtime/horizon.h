@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SPECX_HORIZON_DEFAULT 64u
-#define SPECX_HORIZON_MAX 256u
+#include "run_env.h" /* SPECX_HORIZON_DEFAULT, SPECX_HORIZON_MAX */
+
 /* A prefetch the program has not reached after this long is probably wasted already; do not
  * add more until it catches up (well under the ~10 s reclaim time measured here). */
 #define SPECX_HORIZON_MAX_AGE_NS (3ull * 1000000000ull)

@@ -14,8 +14,6 @@
 #include "real.h"
 #include "runtime.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* preadv2's RWF_NOWAIT never blocks, so it is never a stall. */
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008

@@ -18,9 +18,6 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Environment variable set by `specx run --refork=fast` (or --cow=one-way): "fast". */
-#define SPECX_REFORK_ENV "SPECX_REFORK"
-
 /* Regions smaller than this are cloned as usual: their page tables cost little to copy.
  * (A build may lower it, -DSPECX_LAZY_MIN_REGION=..., to run a test corpus of small programs
  * through the fast refork.) */

@@ -1,6 +1,7 @@
 /* Fast refork, program side (Fraser & Chang 2003, §5.1): which regions a speculative clone
  * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
 #include "lazy_memory.h"
+#include "run_env.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -13,10 +14,9 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "real.h"
 #include "residency.h"
 #include "runtime.h"
-
-#define EXPORT __attribute__((visibility("default")))
 
 static bool requested;    /* SPECX_REFORK=fast */
 static bool program_owns; /* the program used MADV_DONTFORK or MADV_WIPEONFORK itself */

@@ -18,8 +18,6 @@
 #include "runtime.h"
 #include "spec.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* Whether [off, off+len) of fd is all in the page cache (or is no regular file's: nothing a
  * speculative process could prefetch). */
 static bool all_in_memory(int fd, uint64_t off, uint64_t len)

@@ -13,8 +13,6 @@
 #include "spec.h"
 #include "stats.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 static void on_fork_child(void)
 {
     if (specx.role == SPECX_ROLE_NORMAL)

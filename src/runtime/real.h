@@ -8,6 +8,10 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+/* Marks an interposed libc name, the only symbols libspecx.so exports (it is built with
+ * -fvisibility=hidden): the entry points of the runtime. */
+#define EXPORT __attribute__((visibility("default")))
+
 struct specx_real {
     ssize_t (*read)(int, void *, size_t);
     ssize_t (*pread)(int, void *, size_t, off_t);

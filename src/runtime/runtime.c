@@ -1,6 +1,7 @@
 /* libspecx.so's start and end: reads the environment `specx run` prepared, claims the
  * statistics slot, and at exit stops the speculative process before the program is gone. */
 #include "runtime.h"
+#include "run_env.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -89,7 +90,7 @@ void specx_disable_speculation(enum specx_slot_flag why)
 
 static unsigned horizon_from_env(void)
 {
-    const char *s = getenv("SPECX_HORIZON");
+    const char *s = getenv(SPECX_HORIZON_ENV);
     char *end;
     unsigned long v = s ? strtoul(s, &end, 10) : 0;
     if (!s || *end || v == 0)
@@ -125,9 +126,9 @@ __attribute__((constructor)) static void specx_init(void)
 {
     specx_resolve_real();
     specx_stats_init();
-    specx.verbose = env_is_one("SPECX_VERBOSE");
+    specx.verbose = env_is_one(SPECX_VERBOSE_ENV);
     specx.horizon = horizon_from_env();
-    specx.spec_allowed = !env_is_one("SPECX_DISABLE");
+    specx.spec_allowed = !env_is_one(SPECX_DISABLE_ENV);
     specx_start_process();
     specx.role = SPECX_ROLE_NORMAL;
 }

@@ -1,4 +1,5 @@
 #include "stats.h"
+#include "run_env.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,6 @@
 
 #include <stdint.h>
 
-#define SPECX_STATS_ENV "SPECX_STATS"
 #define SPECX_STATS_MAGIC 0x3174617473786570ULL /* "pexstat1" */
 #define SPECX_STATS_PAGE 4096u
 #define SPECX_STATS_MAX_SLOTS 1023u
@@ -64,6 +63,10 @@ enum specx_slot_flag {
     SPECX_SLOT_ENDED = 1u << 4,        /* the program image ended (exit or exec) normally */
     SPECX_SLOT_NEVER_PREDICTED = 1u << 5, /* copies in a row predicted no read: none made since */
 };
+
+/* CPU time (user and system) a copy may spend without reaching I/O before it ends itself
+ * (spec_idle_ended; src/runtime/copy_idle.h says why). */
+#define SPECX_COPY_IDLE_CPU_NS (100ull * 1000000ull)
 
 /* How many copies in a row must predict no read of the program before a process makes no
  * more (SPECX_SLOT_NEVER_PREDICTED; src/runtime/spec.c says why). */

@@ -26,8 +26,6 @@
 #include "real.h"
 #include "runtime.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* fseeko and fseeko64 are both defined here; the build's large-file default would rename the
  * first into the second. On 64-bit Linux both take the same 64-bit off_t. */
 /* Optimizing builds may define these as macros; here they are the functions. */

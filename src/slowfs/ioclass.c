@@ -11,7 +11,7 @@
 enum model_class ioclass_of(pid_t tid)
 {
     /* FUSE reports the requesting thread, and ioprio_get(IOPRIO_WHO_PROCESS) on a thread id
-     * reads that thread's own class (DESIGN-NOTES §4). */
+     * reads that thread's own class (docs/DESIGN.md §1). */
     long prio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, (int)tid);
     if (prio >= 0 && (prio >> IOPRIO_CLASS_SHIFT) == IOPRIO_CLASS_IDLE)
         return MODEL_IDLE;
