@@ -1,14 +1,14 @@
 /* The prefetch log shared by a program and its speculative process (src/runtime/control.c):
  * which prefetches a read consumes, and how the horizon moves. */
-#include <assert.h>
 #include <stdio.h>
 
+#include "check.h"
 #include "control.h"
 
 static struct specx_control *fresh(void)
 {
     struct specx_control *ctl = specx_control_create();
-    assert(ctl);
+    CHECK(ctl);
     return ctl;
 }
 
@@ -17,11 +17,11 @@ static void test_consume_matches_file_and_range(void)
     struct specx_control *ctl = fresh();
     specx_log_prefetch(ctl, 1, 10, 0, 4096, 0, false);
     specx_log_prefetch(ctl, 1, 11, 0, 4096, 0, false);
-    assert(specx_log_consume(ctl, 1, 12, 0, 4096) == 0);    /* other file */
-    assert(specx_log_consume(ctl, 2, 10, 0, 4096) == 0);    /* other device */
-    assert(specx_log_consume(ctl, 1, 10, 4096, 100) == 0);  /* past the range */
-    assert(specx_log_consume(ctl, 1, 10, 4000, 100) == 1);  /* overlaps */
-    assert(specx_log_consume(ctl, 1, 10, 0, 4096) == 0);    /* consumed only once */
+    CHECK(specx_log_consume(ctl, 1, 12, 0, 4096) == 0);    /* other file */
+    CHECK(specx_log_consume(ctl, 2, 10, 0, 4096) == 0);    /* other device */
+    CHECK(specx_log_consume(ctl, 1, 10, 4096, 100) == 0);  /* past the range */
+    CHECK(specx_log_consume(ctl, 1, 10, 4000, 100) == 1);  /* overlaps */
+    CHECK(specx_log_consume(ctl, 1, 10, 0, 4096) == 0);    /* consumed only once */
 }
 
 static void test_consume_moves_horizon_past_earlier_records(void)
@@ -29,11 +29,11 @@ static void test_consume_moves_horizon_past_earlier_records(void)
     struct specx_control *ctl = fresh();
     for (uint64_t ino = 0; ino < 5; ino++)
         specx_log_prefetch(ctl, 1, ino, 0, 100, 0, false);
-    assert(ctl->issued == 5 && ctl->passed == 0);
-    assert(specx_log_consume(ctl, 1, 2, 0, 1) == 1);
-    assert(ctl->passed == 3); /* records 0..2 are behind the program now */
-    assert(specx_log_consume(ctl, 1, 0, 0, 1) == 1); /* late reads still count as used */
-    assert(ctl->passed == 3);
+    CHECK(ctl->issued == 5 && ctl->passed == 0);
+    CHECK(specx_log_consume(ctl, 1, 2, 0, 1) == 1);
+    CHECK(ctl->passed == 3); /* records 0..2 are behind the program now */
+    CHECK(specx_log_consume(ctl, 1, 0, 0, 1) == 1); /* late reads still count as used */
+    CHECK(ctl->passed == 3);
 }
 
 static void test_restart_clears_outstanding(void)
@@ -42,9 +42,9 @@ static void test_restart_clears_outstanding(void)
     specx_log_prefetch(ctl, 1, 1, 0, 100, 0, false);
     specx_log_prefetch(ctl, 1, 2, 0, 100, 0, false);
     specx_log_restart(ctl);
-    assert(ctl->issued - ctl->passed == 0);
+    CHECK(ctl->issued - ctl->passed == 0);
     /* the old records can still be matched */
-    assert(specx_log_consume(ctl, 1, 2, 50, 10) == 1);
+    CHECK(specx_log_consume(ctl, 1, 2, 50, 10) == 1);
 }
 
 static void test_window_forgets_old_records(void)
@@ -53,8 +53,8 @@ static void test_window_forgets_old_records(void)
     specx_log_prefetch(ctl, 9, 9, 0, 100, 0, false);
     for (unsigned i = 0; i < SPECX_LOG_SIZE; i++)
         specx_log_prefetch(ctl, 1, 1000 + i, 0, 100, 0, false);
-    assert(specx_log_consume(ctl, 9, 9, 0, 100) == 0);
-    assert(specx_log_consume(ctl, 1, 1000 + SPECX_LOG_SIZE - 1, 0, 100) == 1);
+    CHECK(specx_log_consume(ctl, 9, 9, 0, 100) == 0);
+    CHECK(specx_log_consume(ctl, 1, 1000 + SPECX_LOG_SIZE - 1, 0, 100) == 1);
 }
 
 static void test_horizon_wait_returns_when_allowed(void)
@@ -73,5 +73,5 @@ int main(void)
     test_window_forgets_old_records();
     test_horizon_wait_returns_when_allowed();
     puts("ok");
-    return 0;
+    return check_status();
 }

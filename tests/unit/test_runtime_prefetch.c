@@ -1,26 +1,26 @@
 /* The shape of speculative prefetches (src/runtime/prefetch.h): a random read is prefetched
  * as it is, a sequential one to the next chunk boundary (never past EOF), and a long range is
  * cut into calls of at most one chunk, aligned after the first. */
-#include <assert.h>
 #include <stdio.h>
 
+#include "check.h"
 #include "prefetch.h"
 
 #define CHUNK SPECX_PREFETCH_CHUNK
 
 static void test_random_read_is_prefetched_as_it_is(void)
 {
-    assert(specx_prefetch_end(false, 4096, 1u << 30) == 4096);
-    assert(specx_prefetch_end(false, CHUNK + 4096, 1u << 30) == CHUNK + 4096);
+    CHECK(specx_prefetch_end(false, 4096, 1u << 30) == 4096);
+    CHECK(specx_prefetch_end(false, CHUNK + 4096, 1u << 30) == CHUNK + 4096);
 }
 
 static void test_sequential_read_reaches_the_next_chunk_boundary(void)
 {
-    assert(specx_prefetch_end(true, 4096, 1u << 30) == CHUNK);
-    assert(specx_prefetch_end(true, CHUNK, 1u << 30) == CHUNK); /* already on a boundary */
-    assert(specx_prefetch_end(true, CHUNK + 1, 1u << 30) == 2 * CHUNK);
+    CHECK(specx_prefetch_end(true, 4096, 1u << 30) == CHUNK);
+    CHECK(specx_prefetch_end(true, CHUNK, 1u << 30) == CHUNK); /* already on a boundary */
+    CHECK(specx_prefetch_end(true, CHUNK + 1, 1u << 30) == 2 * CHUNK);
     /* a small file read from its start is fetched whole, and never past its end */
-    assert(specx_prefetch_end(true, 4096, 100000) == 100000);
+    CHECK(specx_prefetch_end(true, 4096, 100000) == 100000);
 }
 
 /* Cuts [off, end) as specx_start_read does; checks coverage and the calls' shape. */
@@ -29,13 +29,13 @@ static void check_calls(uint64_t off, uint64_t end, unsigned expected_calls)
     unsigned calls = 0;
     for (uint64_t pos = off; pos < end; calls++) {
         uint64_t n = specx_prefetch_call_len(pos, end);
-        assert(n > 0 && n <= CHUNK);
+        CHECK(n > 0 && n <= CHUNK);
         if (calls > 0)
-            assert(pos % CHUNK == 0); /* every call after the first starts aligned */
+            CHECK(pos % CHUNK == 0); /* every call after the first starts aligned */
         pos += n;
-        assert(pos <= end);
+        CHECK(pos <= end);
     }
-    assert(calls == expected_calls);
+    CHECK(calls == expected_calls);
 }
 
 static void test_calls(void)
@@ -52,5 +52,5 @@ int main(void)
     test_sequential_read_reaches_the_next_chunk_boundary();
     test_calls();
     puts("ok");
-    return 0;
+    return check_status();
 }

@@ -1,7 +1,6 @@
 /* Residency (src/runtime/residency.c): cachestat(2) and, on a kernel without it, the mincore
  * fallback must give the same answer. The kernel without cachestat is simulated with a
  * seccomp filter that fails it with ENOSYS, as such a kernel would. */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "residency.h"
 
 #define FILE_SIZE (5 * SPECX_PAGE_SIZE + 100)
@@ -18,28 +18,28 @@ static int make_cached_file(void)
 {
     char path[] = "/tmp/specx-test-residency-XXXXXX";
     int fd = mkstemp(path);
-    assert(fd >= 0);
+    CHECK(fd >= 0);
     unlink(path);
     char buf[FILE_SIZE];
     memset(buf, 'x', sizeof buf);
-    assert(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf); /* written: in the page cache */
+    CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf); /* written: in the page cache */
     return fd;
 }
 
 static void check_answers(int fd)
 {
-    assert(specx_cached_pages(fd, 0, FILE_SIZE) == 6);
-    assert(specx_cached_pages(fd, SPECX_PAGE_SIZE + 1, 10) == 1);
-    assert(specx_cached_pages(fd, 4000, 200) == 2); /* straddles a page boundary */
-    assert(specx_cached_pages(-1, 0, 100) == -1); /* an error is never a stall */
+    CHECK(specx_cached_pages(fd, 0, FILE_SIZE) == 6);
+    CHECK(specx_cached_pages(fd, SPECX_PAGE_SIZE + 1, 10) == 1);
+    CHECK(specx_cached_pages(fd, 4000, 200) == 2); /* straddles a page boundary */
+    CHECK(specx_cached_pages(-1, 0, 100) == -1); /* an error is never a stall */
 }
 
 static void disable_cachestat(void)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    assert(ctx);
-    assert(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), 451, 0) == 0);
-    assert(seccomp_load(ctx) == 0);
+    CHECK(ctx);
+    CHECK(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), 451, 0) == 0);
+    CHECK(seccomp_load(ctx) == 0);
     seccomp_release(ctx);
 }
 
@@ -47,10 +47,10 @@ int main(void)
 {
     int fd = make_cached_file();
     check_answers(fd);
-    assert(!specx_residency_fallback());
+    CHECK(!specx_residency_fallback());
     disable_cachestat();
     check_answers(fd);
-    assert(specx_residency_fallback());
+    CHECK(specx_residency_fallback());
     puts("ok");
-    return 0;
+    return check_status();
 }
