@@ -6,6 +6,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -231,6 +232,8 @@ def directories(args):
 def main(argv=None):
     args = build_parser().parse_args(argv)
     if args.list:
+        # A reader that stops early (`| head`) ends the listing quietly, as with C commands.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         print_list()
         return 0
     try:
