@@ -12,7 +12,7 @@ from conftest import REPO
 # Tests in which a speculative copy must run (fill memory, compute, enter its sandbox).
 COPY_DEPENDENT = ["tests/test_copy_idle.py", "tests/test_oom.py", "tests/test_refork.py",
                   "tests/test_mapped_safety.py", "tests/test_readahead.py", "tests/test_run.py",
-                  "tests/test_fault_spec.py"]
+                  "tests/test_fault_speculation.py"]
 
 
 @pytest.mark.root

@@ -3,7 +3,7 @@
  * instruction. What it does call is mmap, so a new large file mapping of data not in memory
  * (where its faults will come from) is where the program creates its speculative process;
  * in the speculative process, a mapping the copy makes itself is covered by its page-fault
- * speculation (fault_spec.h). */
+ * speculation (fault_speculation.h). */
 
 /* Both mmap and mmap64 are defined here: without this, the build's large-file default would
  * rename the first into the second. On 64-bit Linux both take the same 64-bit off_t. */
@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "fault_spec.h"
+#include "fault_speculation.h"
 #include "real.h"
 #include "residency.h"
 #include "runtime.h"
@@ -36,7 +36,7 @@ extern const char __etext[] __attribute__((visibility("hidden")));
 
 /* Whether the mmap call came from the runtime itself: inside libspecx.so a call to mmap
  * reaches the wrapper below (residency.c maps up to 1 MiB of a file to ask mincore,
- * fault_spec.c maps its file again), and those mappings are none of the program's. */
+ * fault_speculation.c maps its file again), and those mappings are none of the program's. */
 static bool called_by_runtime(const void *return_address)
 {
     const char *ra = return_address;
@@ -51,7 +51,7 @@ static void after_mapping(void *addr, size_t len, int prot, int flags, int fd, o
         return;
     int saved = errno;
     if (specx.role == SPECX_ROLE_SPEC)
-        specx_fault_spec_add(addr, len, prot, fd, off);
+        specx_fault_speculation_add(addr, len, prot, fd, off);
     else if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed &&
              !all_in_memory(fd, (uint64_t)off, len))
         specx_spec_on_mapping(addr, fd, len); /* the copy goes on from here too */

@@ -38,7 +38,7 @@ int specx_privatize_fds(void);
  * deleted files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE),
  * else by its path if that still names the same inode. Returns the descriptor or -1. Used
  * here to privatize shared file mappings, and by the speculative process's page-fault
- * speculation (fault_spec.c) to prefetch a mapping's file and map it again. */
+ * speculation (fault_speculation.c) to prefetch a mapping's file and map it again. */
 int specx_open_mapped_file(const struct specx_mapping *m);
 
 /* Replaces every MAP_SHARED mapping except the KEEP regions with a private copy-on-write one at

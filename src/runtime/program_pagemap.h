@@ -1,7 +1,7 @@
 /* The program's page table as its speculative process reads it (/proc/PROGRAM/pagemap, one
  * 64-bit entry per page): fast refork asks whether a page is present or swapped out
  * (lazy_fill.c), page-fault speculation whether the program has reached a chunk
- * (fault_spec.c). One descriptor per copy, kept at the top of its descriptor table. */
+ * (fault_speculation.c). One descriptor per copy, kept at the top of its descriptor table. */
 #ifndef SPECX_PROGRAM_PAGEMAP_H
 #define SPECX_PROGRAM_PAGEMAP_H
 

@@ -13,7 +13,7 @@
 #include "control.h"
 #include "copy_idle.h"
 #include "copy_ref.h"
-#include "fault_spec.h"
+#include "fault_speculation.h"
 #include "lazy_memory.h"
 #include "prefetch.h"
 #include "residency.h"
@@ -243,7 +243,7 @@ static void become_speculative(pid_t program)
         _exit(127);
     }
     specx_control_report_ready(specx.ctl, specx.ctl->generation);
-    specx_fault_spec_begin(program);
+    specx_fault_speculation_begin(program);
 }
 
 /* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
@@ -463,7 +463,7 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
 /* The program has no hook at a page fault (§4.1.2 handles faults in the kernel): a new large
  * file mapping that is not in memory is where its faults will come from, so a copy is created
  * there, unless one is running (it makes the same mapping itself and speculates on it,
- * fault_spec.h). The program first faults in the mapping's first chunk, as its first touch
+ * fault_speculation.h). The program first faults in the mapping's first chunk, as its first touch
  * would (a header, usually): the copy never waits for a disk read, so without it the copy
  * would run on zeros where the data decides its path, and end. */
 bool specx_spec_on_mapping(void *addr, int fd, uint64_t len)

@@ -40,7 +40,7 @@
     X(fadv_normal,       "descriptors switched back to POSIX_FADV_NORMAL") \
     X(minflt,            "minor page faults of the program (getrusage; includes copy-on-write)") \
     X(majflt,            "major page faults of the program (getrusage): its page-fault stalls") \
-    X(fault_prefetches,  "page-fault prefetches: chunks of file mappings prefetched (fault_spec.h)") \
+    X(fault_prefetches,  "page-fault prefetches: chunks of file mappings prefetched (fault_speculation.h)") \
     X(fault_bytes,       "bytes covered by page-fault prefetches") \
     X(fault_used,        "page-fault prefetches the program touched afterwards (its pagemap)") \
     X(fault_predictions, "would-be page-fault prefetches dry speculative processes logged") \

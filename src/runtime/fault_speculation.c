@@ -1,7 +1,7 @@
-/* Page-fault speculation in the speculative process; see fault_spec.h. Everything here runs
+/* Page-fault speculation in the speculative process; see fault_speculation.h. Everything here runs
  * in the sandboxed copy, most of it inside its SIGSEGV handler: system calls only, no malloc,
  * no stdio. */
-#include "fault_spec.h"
+#include "fault_speculation.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,7 +89,7 @@ static uint64_t pred_bytes;    /* outstanding */
 static uint64_t horizon_bytes; /* that may be outstanding once live */
 static bool live;           /* predictions are prefetched */
 static unsigned hits;       /* predictions touched in a row */
-static pid_t program;       /* the normal process; 0 until specx_fault_spec_begin */
+static pid_t program;       /* the normal process; 0 until specx_fault_speculation_begin */
 
 static uint64_t file_offset(const struct chunk *c)
 {
@@ -408,7 +408,7 @@ static void cover(uintptr_t start, uintptr_t end, uint64_t offset, int prot, int
         (struct region){ start, end, offset, chunk_size(st.st_dev), prot, specx_fd_out_of_the_way(fd) };
 }
 
-void specx_fault_spec_begin(pid_t normal)
+void specx_fault_speculation_begin(pid_t normal)
 {
     char *buf;
     size_t size;
@@ -425,7 +425,7 @@ void specx_fault_spec_begin(pid_t normal)
     munmap(buf, size);
 }
 
-void specx_fault_spec_add(void *addr, size_t len, int prot, int fd, off_t off)
+void specx_fault_speculation_add(void *addr, size_t len, int prot, int fd, off_t off)
 {
     if (!program)
         return;

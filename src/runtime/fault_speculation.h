@@ -24,8 +24,8 @@
  * chasing) thus never reaches the disk.
  *
  * Text (executable) mappings are left alone: the copy simply blocks on them. */
-#ifndef SPECX_FAULT_SPEC_H
-#define SPECX_FAULT_SPEC_H
+#ifndef SPECX_FAULT_SPECULATION_H
+#define SPECX_FAULT_SPECULATION_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,9 +51,9 @@ static inline bool specx_fault_eligible(int prot, uint64_t len)
 /* Speculative side, once sandboxed: covers every eligible file mapping of this process
  * (/proc/self/maps) and installs the SIGSEGV handler. PROGRAM is the normal process whose
  * page table tells the copy's progress. */
-void specx_fault_spec_begin(pid_t program);
+void specx_fault_speculation_begin(pid_t program);
 
 /* Speculative side: covers a mapping the copy made itself, [addr, addr+len) of fd from off. */
-void specx_fault_spec_add(void *addr, size_t len, int prot, int fd, off_t off);
+void specx_fault_speculation_add(void *addr, size_t len, int prot, int fd, off_t off);
 
 #endif

@@ -1,4 +1,4 @@
-"""Page-fault speculation (fault_spec.h): a program that reads a file through a mapping gets
+"""Page-fault speculation (fault_speculation.h): a program that reads a file through a mapping gets
 exactly the output it gets without specx, and its speculative process prefetches through its
 own page faults. Cold data behind a fresh slowfs mount; no timing is asserted."""
 import json
