@@ -70,7 +70,7 @@ static struct backoff process_backoff;
  * process makes no more copies (SPECX_SLOT_NEVER_PREDICTED): a program whose reads no copy
  * can foresee (the sqlite3 shell checks every page, and its copies die of the garbage they
  * see in place of missing data) must stop paying for copies after a bounded number of
- * stalls, whatever the back-off's per-file reprieves (issue 10; docs/DESIGN.md §2). */
+ * stalls, whatever the back-off's per-file reprieves (issue 10; docs/DESIGN.md §6). */
 static unsigned useless_in_a_row;
 static pid_t backoffs_owner; /* a forked child starts without its parent's */
 static unsigned backoff_next;
