@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "proc_path.h"
-#include "residency.h"
+
+/* pagemap has one entry per page of the program's address space (4 KiB on x86-64). */
+#define PAGEMAP_PAGE 4096u
 
 /* Descriptor numbers below the top of the table that the copy keeps for itself. */
 #define OWN_FDS 64u
@@ -44,6 +46,6 @@ size_t specx_pagemap_read(uintptr_t addr, size_t pages, uint64_t *entries)
     if (pagemap < 0)
         return 0;
     long got = syscall(SYS_pread64, pagemap, entries, pages * sizeof entries[0],
-                       (off_t)(addr / SPECX_PAGE_SIZE * sizeof entries[0]));
+                       (off_t)(addr / PAGEMAP_PAGE * sizeof entries[0]));
     return got > 0 ? (size_t)got / sizeof entries[0] : 0;
 }

@@ -61,16 +61,19 @@ char *specx_maps_parse_line(char *line, struct specx_mapping *m)
 
 long specx_maps_read(char **buf, size_t *size)
 {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    /* Raw calls throughout: inside libspecx.so open, mmap and read are the runtime's own
+     * wrappers (src/kernel/kfile.h). */
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     *size = 1 << 18;
-    *buf = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *buf = (char *)syscall(SYS_mmap, NULL, *size, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     size_t len = 0;
     long err = *buf == MAP_FAILED ? -ENOMEM : 0;
     while (err == 0) {
         if (len + 1 == *size) {
-            char *bigger = mremap(*buf, *size, *size * 2, MREMAP_MAYMOVE);
+            char *bigger = (char *)syscall(SYS_mremap, *buf, *size, *size * 2, MREMAP_MAYMOVE);
             if (bigger == MAP_FAILED) {
                 err = -ENOMEM;
                 break;
@@ -78,9 +81,8 @@ long specx_maps_read(char **buf, size_t *size)
             *buf = bigger;
             *size *= 2;
         }
-        /* Not read(): inside libspecx.so that is the runtime's own wrapper, which in the
-         * speculative process emulates reads of regular files and clamps them to st_size,
-         * 0 for /proc files: the maps would read as empty. */
+        /* In the speculative process the runtime's read() emulates reads of regular files and
+         * clamps them to st_size, 0 for /proc files: the maps would read as empty. */
         ssize_t n = syscall(SYS_read, fd, *buf + len, *size - len - 1);
         if (n < 0)
             err = -errno;
@@ -88,10 +90,10 @@ long specx_maps_read(char **buf, size_t *size)
             break;
         len += (size_t)n;
     }
-    close(fd);
+    syscall(SYS_close, fd);
     if (err != 0) {
         if (*buf != MAP_FAILED)
-            munmap(*buf, *size);
+            syscall(SYS_munmap, *buf, *size);
         return err;
     }
     (*buf)[len] = '\0';
