@@ -113,7 +113,7 @@ void specx_start_process(void)
     if (specx.slot)
         specx_stats_release(specx.slot);
     specx.pid = getpid();
-    specx.child = 0;
+    specx.copy = 0;
     memset(specx.dying, 0, sizeof specx.dying);
     specx.ctl = NULL;
     specx.slot = specx_stats_claim();

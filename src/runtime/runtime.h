@@ -24,7 +24,7 @@ struct specx_state {
     bool spec_allowed;   /* may this process speculate (not disabled, single-threaded, ...) */
     bool verbose;
     pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
-    pid_t child;         /* its speculative process, 0 if none */
+    pid_t copy;          /* its speculative process (its copy), 0 if none */
     pid_t dying[8];      /* killed speculative processes not reaped yet (0: free) */
     uint32_t issued_at_start; /* prefetch log position when the current child started */
     unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */

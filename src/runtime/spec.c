@@ -30,7 +30,7 @@
 /* Pages of the stalled read checked for arrival (the stack vector's size). */
 #define ARRIVAL_PAGES 64u
 /* A copy that has not entered its sandbox after this long is stuck (in a file system that does
- * not answer, say) and is replaced at the next stall; see child_entering. */
+ * not answer, say) and is replaced at the next stall; see copy_entering. */
 #define ENTRY_LIMIT_NS (1000ull * 1000000ull)
 #define IOPRIO_CLASS_IDLE 3
 #define IOPRIO_CLASS_SHIFT 13
@@ -75,9 +75,9 @@ static unsigned useless_in_a_row;
 static pid_t backoffs_owner; /* a forked child starts without its parent's */
 static unsigned backoff_next;
 /* The file of the stall that created the speculative process. */
-static uint64_t child_dev, child_ino;
-static uint64_t child_born_ns;
-static bool child_dry; /* the speculative process only predicts (trust.h) */
+static uint64_t copy_dev, copy_ino;
+static uint64_t copy_born_ns;
+static bool copy_dry; /* the speculative process only predicts (trust.h) */
 /* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
 static struct specx_lazy_set lazy_set;
 
@@ -115,12 +115,12 @@ static void back_off(struct backoff *b, bool useful)
  * GNU ld's object headers) or prefetched wrongly (pointer chasing). Its records not reached
  * yet count as misses only if the program stalled somewhere the copy did not predict
  * (on_track false): then it diverged, and they will not be read. */
-static void judge_child(bool on_track)
+static void judge_copy(bool on_track)
 {
     struct specx_tally t = specx_trust_tally(specx.ctl, specx.issued_at_start, on_track);
     specx_trust_judge(t);
     bool useful = t.hits > 0;
-    back_off(backoff_of(child_dev, child_ino, true), useful);
+    back_off(backoff_of(copy_dev, copy_ino, true), useful);
     back_off(&process_backoff, useful);
     useless_in_a_row = useful ? 0 : useless_in_a_row + 1;
     if (useless_in_a_row == SPECX_RETIRE_AFTER) {
@@ -129,12 +129,12 @@ static void judge_child(bool on_track)
                   SPECX_RETIRE_AFTER);
     }
     specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
-              child_dry ? "dry" : "live", t.hits, t.misses);
+              copy_dry ? "dry" : "live", t.hits, t.misses);
 }
 
-/* Start times of specx.child and specx.dying[i] (copy_ref.h): with the pid, what tells the
+/* Start times of specx.copy and specx.dying[i] (copy_ref.h): with the pid, what tells the
  * copy from a later process given the same pid. */
-static uint64_t child_start;
+static uint64_t copy_start;
 static uint64_t dying_start[sizeof specx.dying / sizeof specx.dying[0]];
 
 static bool reaped(pid_t pid, uint64_t start, bool wait)
@@ -156,20 +156,20 @@ static void reap_dying(bool wait)
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
  * the server already has dies only when the request completes (the kernel waits it out), and
  * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it. */
-static void kill_child(void)
+static void kill_copy(void)
 {
-    pid_t pid = specx.child;
-    specx.child = 0;
-    if (pid <= 0 || reaped(pid, child_start, false))
+    pid_t pid = specx.copy;
+    specx.copy = 0;
+    if (pid <= 0 || reaped(pid, copy_start, false))
         return;
-    specx_copy_kill(pid, child_start);
-    if (reaped(pid, child_start, false))
+    specx_copy_kill(pid, copy_start);
+    if (reaped(pid, copy_start, false))
         return;
     for (;;) {
         for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
             if (!specx.dying[i]) {
                 specx.dying[i] = pid;
-                dying_start[i] = child_start;
+                dying_start[i] = copy_start;
                 return;
             }
         reap_dying(true);
@@ -180,20 +180,20 @@ void specx_spec_stop(void)
 {
     if (getpid() != specx.pid)
         return;
-    if (specx.child > 0)
-        kill_child();
+    if (specx.copy > 0)
+        kill_copy();
     reap_dying(true);
 }
 
 /* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
  * the garbage it read in place of data not in memory) is reaped at the next stall. */
-static bool child_still_running(void)
+static bool copy_still_running(void)
 {
-    if (specx.child <= 0)
+    if (specx.copy <= 0)
         return false;
-    if (!reaped(specx.child, child_start, false))
+    if (!reaped(specx.copy, copy_start, false))
         return true;
-    specx.child = 0;
+    specx.copy = 0;
     return false;
 }
 
@@ -209,20 +209,20 @@ static bool dry_copy_earned_trust(void)
  * ld's 560 objects on FUSE, longer than the program goes between stalls. Killing and
  * re-creating it at each stall would only start that over (and cost the program a clone and
  * the wait each time): it is left to get going. */
-static bool child_entering(void)
+static bool copy_entering(void)
 {
     return __atomic_load_n(&specx.ctl->ready, __ATOMIC_ACQUIRE) != specx.ctl->generation &&
-           specx_now_ns() - child_born_ns < ENTRY_LIMIT_NS;
+           specx_now_ns() - copy_born_ns < ENTRY_LIMIT_NS;
 }
 
 /* In the new process: sever it from the program's life (§4.1.1), then seal it in the sandbox
  * before it runs any program code. Its priority is lowered by the program once it is sealed
- * (demote_child): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
+ * (demote_copy): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
  * machine, all of it spent by the program waiting for the copy to be ready. */
 static void become_speculative(pid_t program)
 {
     specx.role = SPECX_ROLE_SPEC;
-    specx.child = 0;
+    specx.copy = 0;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != program)
         _exit(0);
@@ -248,11 +248,11 @@ static void become_speculative(pid_t program)
 
 /* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
  * runnable, the disk in the idle I/O class. */
-static void demote_child(void)
+static void demote_copy(void)
 {
     struct sched_param idle = { 0 };
-    sched_setscheduler(specx.child, SCHED_IDLE, &idle);
-    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, specx.child, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+    sched_setscheduler(specx.copy, SCHED_IDLE, &idle);
+    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, specx.copy, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
 }
 
 /* Clones the program as it is now; with --refork=fast its large anonymous regions are left
@@ -266,8 +266,8 @@ static bool clone_speculative(void)
         ctl->generation = 1;
     specx_log_restart(ctl);
     specx.issued_at_start = ctl->issued;
-    child_dry = !specx_trust_live();
-    specx_trust_set_dry(child_dry);
+    copy_dry = !specx_trust_live();
+    specx_trust_set_dry(copy_dry);
     pid_t program = getpid();
     lazy_set.n = 0;
     if (specx_lazy_wanted())
@@ -284,11 +284,11 @@ static bool clone_speculative(void)
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;
-    specx.child = (pid_t)pid;
-    child_start = specx_copy_start_time(specx.child);
-    child_born_ns = specx_now_ns();
+    specx.copy = (pid_t)pid;
+    copy_start = specx_copy_start_time(specx.copy);
+    copy_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
-    if (child_dry)
+    if (copy_dry)
         SPECX_COUNT(spec_dry, 1);
     return false;
 }
@@ -327,15 +327,15 @@ static uint32_t wait_ready(const struct specx_stall *stall)
 
 /* Returns whether a copy runs (sandboxed by now, or still entering). STALL: the read the
  * program goes on with (NULL: none, the wait is not preemptible). */
-static bool child_started(const struct specx_stall *stall)
+static bool copy_started(const struct specx_stall *stall)
 {
     uint32_t seen = wait_ready(stall);
     if (seen != SPECX_READY_FAILED) {
-        demote_child();
+        demote_copy();
         return true;
     }
-    reaped(specx.child, child_start, true);
-    specx.child = 0;
+    reaped(specx.copy, copy_start, true);
+    specx.copy = 0;
     SPECX_COUNT(spec_failed, 1);
     specx_disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
     specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
@@ -344,7 +344,7 @@ static bool child_started(const struct specx_stall *stall)
 
 /* Starts the program's own read, so that a clone's cost hides in the disk's time. A read from
  * the start of a file reaches on to the end of its first chunk, as the copy's prefetch of it
- * would (prefetch.h): the copy issues that only once it is sandboxed (child_entering), and a
+ * would (prefetch.h): the copy issues that only once it is sandboxed (copy_entering), and a
  * copy that cannot follow the file (GNU ld's, left without the object's header) never does;
  * meanwhile the program would stall on the rest of the file read by read. That widened read
  * is started at every stall at a file's start. Elsewhere a WILLNEED of exactly the read's
@@ -359,7 +359,7 @@ static void start_own_read(const struct specx_stall *stall, const struct stat *s
 }
 
 /* Copies have predicted nothing the program read SPECX_RETIRE_AFTER times in a row: no more
- * (judge_child). */
+ * (judge_copy). */
 static bool copies_retired(void)
 {
     return useless_in_a_row >= SPECX_RETIRE_AFTER;
@@ -402,34 +402,34 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     if (stall->off == 0)
         start_own_read(stall, &st);
     reap_dying(false);
-    bool had_child = specx.child > 0;
-    bool sync = child_still_running();
-    if (sync && child_entering())
+    bool had_child = specx.copy > 0;
+    bool sync = copy_still_running();
+    if (sync && copy_entering())
         return false;
     if (had_child) {
         bool on_track = specx_trust_predicted(specx.ctl, specx.issued_at_start,
                                               (uint64_t)st.st_dev, (uint64_t)st.st_ino,
                                               stall->off, stall->len);
-        if (sync && on_track && child_dry && !dry_copy_earned_trust())
+        if (sync && on_track && copy_dry && !dry_copy_earned_trust())
             return false; /* on probation and on track: let it go on predicting */
-        judge_child(on_track);
+        judge_copy(on_track);
     }
     struct backoff *b = backoff_of((uint64_t)st.st_dev, (uint64_t)st.st_ino, false);
     if (b->skip > 0 || copies_retired()) {
         b->skip -= b->skip > 0;
         if (sync)
-            kill_child(); /* diverged, none of its predictions read: not worth a new copy */
+            kill_copy(); /* diverged, none of its predictions read: not worth a new copy */
         return false;
     }
     if (stall->off != 0)
         start_own_read(stall, &st);
-    child_dev = (uint64_t)st.st_dev;
-    child_ino = (uint64_t)st.st_ino;
+    copy_dev = (uint64_t)st.st_dev;
+    copy_ino = (uint64_t)st.st_ino;
     uint64_t t0 = specx_now_ns();
     SPECX_COUNT(refork_attempts, 1);
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
-        kill_child();
+        kill_copy();
     }
     /* Preemptible refork (§5.1): with its data in already, the program would only wait for
      * the clone; it goes on, and the next stall reforks. */
@@ -444,12 +444,12 @@ bool specx_spec_on_stall(const struct specx_stall *stall)
     }
     uint64_t t_clone = specx_now_ns();
     SPECX_COUNT(refork_ns, t_clone - t0);
-    bool started = specx.child > 0 && child_started(stall);
-    SPECX_COUNT(refork_completed, started && !child_entering());
+    bool started = specx.copy > 0 && copy_started(stall);
+    SPECX_COUNT(refork_completed, started && !copy_entering());
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
         specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu, ready in %llu us",
-                  specx.pid, child_dry ? "dry" : "live", specx.child,
+                  specx.pid, copy_dry ? "dry" : "live", specx.copy,
                   sync ? "synchronized" : "created", stall->fd,
                   (unsigned long long)stall->off,
                   (unsigned long long)(specx_now_ns() - t_clone) / 1000);
@@ -471,21 +471,21 @@ bool specx_spec_on_mapping(void *addr, int fd, uint64_t len)
     if (!may_create_copy())
         return false;
     reap_dying(false);
-    if (child_still_running() || copies_retired())
+    if (copy_still_running() || copies_retired())
         return false;
     struct stat st;
     if (fstat(fd, &st) < 0)
         return false;
     madvise(addr, len < SPECX_PREFETCH_CHUNK ? len : SPECX_PREFETCH_CHUNK, MADV_POPULATE_READ);
-    child_dev = (uint64_t)st.st_dev;
-    child_ino = (uint64_t)st.st_ino;
+    copy_dev = (uint64_t)st.st_dev;
+    copy_ino = (uint64_t)st.st_ino;
     pid_t program = getpid();
     if (clone_speculative()) {
         become_speculative(program);
         return true;
     }
-    if (specx.child > 0 && child_started(NULL))
+    if (specx.copy > 0 && copy_started(NULL))
         specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
-                  child_dry ? "dry" : "live", specx.child, fd);
+                  copy_dry ? "dry" : "live", specx.copy, fd);
     return false;
 }
