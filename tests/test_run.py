@@ -427,10 +427,13 @@ def test_copies_that_never_predict_are_retired(specx, tmp_path):
             proc, report = run_json(tmp_path, *chase, mnt / "chain.bin", options=["--report"])
     assert proc.returncode == 0 and proc.stdout == plain
     total = report["total"]
-    # Eight in a row predicted nothing (a copy whose guess the program happened to read, as
-    # one of a chaser's may, starts the count again), then no more.
+    # Eight in a row predicted nothing, then no more. A copy may still predict a hop now and
+    # then (one that reaches the stalled read after the program's data arrived reads the real
+    # next offset), which earns it trust and a prefetch and starts the count again: so what is
+    # guaranteed is that copies stop, not that none ever prefetched (CI saw 18 copies and 2
+    # prefetches among 798 stalls).
     assert "never_predicted" in total["flags"], total
-    assert total["spec_created"] >= 8 and total["spec_prefetches"] == 0, total
+    assert 8 <= total["spec_created"] <= total["stalls"] // 10, total
     assert "speculation stopped: in 1 process copies never predicted the next read" in \
         proc.stderr
 
