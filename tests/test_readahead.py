@@ -11,7 +11,7 @@ import pytest
 from conftest import copies_get_cpu, drop_caches, run_specx, slowfs_mount
 
 # Reads FILE in 64 KiB pieces, one in four (a plain sequential read is the kernel's own
-# readahead's to serve: copies there predict nothing it does not, and spec.c retires them);
+# readahead's to serve: copies there predict nothing it does not, and policy/backoff.c retires them);
 # with ADVICE first advises the whole file as such.
 STRIDED_READER = """
 import os, sys

@@ -9,7 +9,7 @@
  *
  * Usage: sandbox-probe DIR TCP_PORT UNIX_SOCKET_PATH
  * Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any check failed. */
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

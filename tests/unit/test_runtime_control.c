@@ -1,9 +1,9 @@
-/* The prefetch log shared by a program and its speculative process (src/runtime/control.c):
+/* The prefetch log shared by a program and its speculative process (src/runtime/core/control.c):
  * which prefetches a read consumes, and how the horizon moves. */
 #include <stdio.h>
 
 #include "check.h"
-#include "control.h"
+#include "core/control.h"
 
 static struct specx_control *fresh(void)
 {
@@ -65,6 +65,35 @@ static void test_horizon_wait_returns_when_allowed(void)
     specx_horizon_wait(ctl, 1, 4096, 1); /* nothing outstanding: must not block */
 }
 
+static void test_tally_counts_read_and_passed_records(void)
+{
+    struct specx_control *ctl = specx_control_create();
+    CHECK(ctl);
+    for (uint64_t ino = 1; ino <= 4; ino++)
+        specx_log_prefetch(ctl, 1, ino, 0, 4096, 0, true);
+    CHECK(specx_log_consume(ctl, 1, 2, 0, 100) == 0); /* dry records are no prefetches */
+    struct specx_tally t = specx_log_tally(ctl, 0, true);
+    CHECK(t.hits == 1 && t.misses == 1); /* ino 1 passed over; 3 and 4 not reached yet */
+    t = specx_log_tally(ctl, 0, false);
+    CHECK(t.hits == 1 && t.misses == 3);
+    CHECK(specx_log_tally(ctl, 2, false).hits == 0); /* a later copy's records only */
+    CHECK(specx_log_predicted(ctl, 0, 1, 2, 4000, 10));
+    CHECK(!specx_log_predicted(ctl, 0, 1, 3, 0, 10)); /* logged but not read */
+    CHECK(!specx_log_predicted(ctl, 2, 1, 2, 0, 10)); /* an earlier copy's record */
+}
+
+static void test_pending_predictions_are_not_logged_twice(void)
+{
+    struct specx_control *ctl = specx_control_create();
+    CHECK(ctl);
+    specx_log_prefetch(ctl, 1, 7, 8192, 8192, 0, true);
+    CHECK(specx_log_pending(ctl, 1, 7, 8192, 4096));
+    CHECK(!specx_log_pending(ctl, 1, 7, 12288, 8192)); /* only partly predicted */
+    CHECK(!specx_log_pending(ctl, 1, 8, 8192, 4096));  /* another file */
+    specx_log_consume(ctl, 1, 7, 8192, 100);
+    CHECK(!specx_log_pending(ctl, 1, 7, 8192, 4096)); /* read: predicting it again is new */
+}
+
 int main(void)
 {
     test_consume_matches_file_and_range();
@@ -72,6 +101,8 @@ int main(void)
     test_restart_clears_outstanding();
     test_window_forgets_old_records();
     test_horizon_wait_returns_when_allowed();
+    test_tally_counts_read_and_passed_records();
+    test_pending_predictions_are_not_logged_twice();
     puts("ok");
     return check_status();
 }

@@ -1,9 +1,9 @@
-/* The prefetch horizon's decision (src/runtime/horizon.h) and the range arithmetic the read
- * path relies on (src/runtime/residency.h). */
+/* The prefetch horizon's decision (src/runtime/policy/horizon.h) and the range arithmetic the read
+ * path relies on (src/kernel/residency.h). */
 #include <stdio.h>
 
 #include "check.h"
-#include "horizon.h"
+#include "policy/horizon.h"
 #include "residency.h"
 
 static void test_count_bound(void)

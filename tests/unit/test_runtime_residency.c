@@ -1,4 +1,4 @@
-/* Residency (src/runtime/residency.c): cachestat(2) and, on a kernel without it, the mincore
+/* Residency (src/kernel/residency.c): cachestat(2) and, on a kernel without it, the mincore
  * fallback must give the same answer. The kernel without cachestat is simulated with a
  * seccomp filter that fails it with ENOSYS, as such a kernel would. */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Unit tests of the sandbox's pure helpers: the /proc paths it builds without stdio, and which
  * file types a speculative process may open. */
-#include "privatize.h"
+#include "sandbox/privatize.h"
 #include "proc_path.h"
 
 #include <stdio.h>

@@ -1,0 +1,423 @@
+#include "copy/copy.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "copy/copy_idle.h"
+#include "copy/copy_read.h"
+#include "copy/copy_ref.h"
+#include "copy/fault_speculation.h"
+#include "copy/lazy_memory.h"
+#include "core/control.h"
+#include "core/runtime.h"
+#include "policy/backoff.h"
+#include "policy/prefetch.h"
+#include "policy/trust.h"
+#include "raw.h"
+#include "residency.h"
+#include "sandbox/sandbox.h"
+
+/* How long the program waits for a new speculative process to privatize its state before
+ * going on with its own read; it was already issued, so the wait hides in the disk's time. */
+#define READY_TIMEOUT_NS (20ull * 1000000ull)
+/* While it waits, the program looks this often whether its own read has completed (§5.1: a
+ * refork must not delay the program beyond its own I/O). */
+#define READY_SLICE_NS (100ull * 1000ull)
+/* Pages of the stalled read checked for arrival (the stack vector's size). */
+#define ARRIVAL_PAGES 64u
+/* A copy that has not entered its sandbox after this long is stuck (in a file system that does
+ * not answer, say) and is replaced at the next stall; see copy_entering. */
+#define ENTRY_LIMIT_NS (1000ull * 1000000ull)
+#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_WHO_PROCESS 1
+
+/* The file of the stall that created the speculative process. */
+static uint64_t copy_dev, copy_ino;
+static uint64_t copy_born_ns;
+static bool copy_dry; /* the speculative process only predicts (trust.h) */
+/* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
+static struct specx_lazy_set lazy_set;
+
+/* Judges the copy that just ended or is about to be replaced, by what its predictions were
+ * worth to the program (trust.h): a copy none of whose records the program read was useless,
+ * whether it prefetched nothing (it died of the data it could not read: SQLite's page check,
+ * GNU ld's object headers) or prefetched wrongly (pointer chasing). Its records not reached
+ * yet count as misses only if the program stalled somewhere the copy did not predict
+ * (on_track false): then it diverged, and they will not be read. */
+static void judge_copy(bool on_track)
+{
+    struct specx_tally t = specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
+    specx_trust_judge(t);
+    if (specx_backoff_judged(copy_dev, copy_ino, t.hits > 0)) {
+        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
+        specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
+                  SPECX_RETIRE_AFTER);
+    }
+    specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
+              copy_dry ? "dry" : "live", t.hits, t.misses);
+}
+
+/* Start times of specx.copy and specx.dying[i] (copy_ref.h): with the pid, what tells the
+ * copy from a later process given the same pid. */
+static uint64_t copy_start;
+static uint64_t dying_start[sizeof specx.dying / sizeof specx.dying[0]];
+
+static bool reaped(pid_t pid, uint64_t start, bool wait)
+{
+    if (!specx_copy_reap(pid, start, wait))
+        return false;
+    SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
+    return true;
+}
+
+/* Reaps killed speculative processes that have died by now; with wait, all of them. */
+static void reap_dying(bool wait)
+{
+    for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
+        if (specx.dying[i] && reaped(specx.dying[i], dying_start[i], wait))
+            specx.dying[i] = 0;
+}
+
+/* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
+ * the server already has dies only when the request completes (the kernel waits it out), and
+ * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it. */
+static void kill_copy(void)
+{
+    pid_t pid = specx.copy;
+    specx.copy = 0;
+    if (pid <= 0 || reaped(pid, copy_start, false))
+        return;
+    specx_copy_kill(pid, copy_start);
+    if (reaped(pid, copy_start, false))
+        return;
+    for (;;) {
+        for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
+            if (!specx.dying[i]) {
+                specx.dying[i] = pid;
+                dying_start[i] = copy_start;
+                return;
+            }
+        reap_dying(true);
+    }
+}
+
+void specx_copy_stop(void)
+{
+    if (getpid() != specx.pid)
+        return;
+    if (specx.copy > 0)
+        kill_copy();
+    reap_dying(true);
+}
+
+void specx_disable_speculation(enum specx_slot_flag why)
+{
+    specx.spec_allowed = false;
+    __atomic_fetch_or(&specx.slot->flags, why, __ATOMIC_RELAXED);
+    specx_copy_stop();
+}
+
+/* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
+ * the garbage it read in place of data not in memory) is reaped at the next stall. */
+static bool copy_still_running(void)
+{
+    if (specx.copy <= 0)
+        return false;
+    if (!reaped(specx.copy, copy_start, false))
+        return true;
+    specx.copy = 0;
+    return false;
+}
+
+/* A dry copy that predicted the program's stall is on track; it is replaced by a live one
+ * (promoted) once its predictions have earned the process's trust. */
+static bool dry_copy_earned_trust(void)
+{
+    return specx_trust_earned(specx_log_tally(specx.ctl, specx.issued_at_start, true));
+}
+
+/* A copy the program stopped waiting for (READY_TIMEOUT_NS) may still be entering its
+ * sandbox, which takes a file-system round trip or more per open descriptor: 60 ms for GNU
+ * ld's 560 objects on FUSE, longer than the program goes between stalls. Killing and
+ * re-creating it at each stall would only start that over (and cost the program a clone and
+ * the wait each time): it is left to get going. */
+static bool copy_entering(void)
+{
+    return __atomic_load_n(&specx.ctl->ready, __ATOMIC_ACQUIRE) != specx.ctl->generation &&
+           specx_now_ns() - copy_born_ns < ENTRY_LIMIT_NS;
+}
+
+/* In the new process: sever it from the program's life (§4.1.1), then seal it in the sandbox
+ * before it runs any program code. Its priority is lowered by the program once it is sealed
+ * (demote_copy): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
+ * machine, all of it spent by the program waiting for the copy to be ready. */
+static void become_speculative(pid_t program)
+{
+    specx.role = SPECX_ROLE_SPEC;
+    specx.copy = 0;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != program)
+        _exit(0);
+    /* Its own process group: terminal and job-control signals aimed at the program's group
+     * must not run the program's handlers a second time in here. */
+    setpgid(0, 0);
+    specx_copy_idle_arm();
+    const struct specx_region keep[] = {
+        { specx.ctl, sizeof *specx.ctl },
+        { specx.slot, SPECX_STATS_PAGE },
+    };
+    /* The left-out regions are filled from the program only once the copy is sealed: the
+     * filter allows userfaultfd (the copy's own memory), and the sandbox would otherwise
+     * replace the descriptor with /dev/null like any descriptor it cannot re-open. */
+    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0], &specx.ctl->passed) < 0 ||
+        specx_lazy_attach(&lazy_set) < 0) {
+        specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
+        _exit(127);
+    }
+    specx_control_report_ready(specx.ctl, specx.ctl->generation);
+    specx_fault_speculation_begin(program);
+}
+
+/* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
+ * runnable, the disk in the idle I/O class. */
+static void demote_copy(void)
+{
+    struct sched_param idle = { 0 };
+    sched_setscheduler(specx.copy, SCHED_IDLE, &idle);
+    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, specx.copy, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+}
+
+/* Clones the program as it is now; with --refork=fast its large anonymous regions are left
+ * out and filled in the copy on demand (lazy_memory.h, §5.1-5.2). Returns true in the
+ * speculative process. */
+static bool clone_speculative(void)
+{
+    struct specx_control *ctl = specx.ctl;
+    ctl->ready = 0;
+    if (++ctl->generation == SPECX_READY_FAILED || ctl->generation == 0)
+        ctl->generation = 1;
+    specx_log_restart(ctl);
+    specx.issued_at_start = ctl->issued;
+    copy_dry = !specx_trust_live();
+    specx_trust_set_dry(copy_dry);
+    pid_t program = getpid();
+    lazy_set.n = 0;
+    if (specx_lazy_wanted())
+        specx_lazy_exclude(&lazy_set);
+    /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
+     * pthread_atfork handlers of the program run for it. */
+    long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
+    if (pid == 0) {
+        if (specx_lazy_reserve(&lazy_set, program) < 0)
+            _exit(127);
+        return true;
+    }
+    specx_lazy_restore(&lazy_set);
+    SPECX_COUNT(refork_fast, lazy_set.n > 0);
+    if (pid < 0)
+        return false;
+    specx.copy = (pid_t)pid;
+    copy_start = specx_copy_start_time(specx.copy);
+    copy_born_ns = specx_now_ns();
+    SPECX_COUNT(spec_created, 1);
+    if (copy_dry)
+        SPECX_COUNT(spec_dry, 1);
+    return false;
+}
+
+/* Whether the data the program stalled on has arrived (mincore: complete pages, not pages
+ * in flight as cachestat counts them): from then on a refork would delay the program. */
+static bool own_read_arrived(const struct specx_stall *stall)
+{
+    uint64_t first = stall->off % SPECX_PAGE_SIZE;
+    uint64_t len = stall->len < ARRIVAL_PAGES * SPECX_PAGE_SIZE - first
+                       ? stall->len
+                       : ARRIVAL_PAGES * SPECX_PAGE_SIZE - first;
+    unsigned char vec[ARRIVAL_PAGES];
+    if (len == 0 || specx_uptodate_pages(stall->fd, stall->off, len, vec) < 0)
+        return false;
+    for (uint64_t i = 0; i < specx_pages_spanned(stall->off, len); i++)
+        if (!(vec[i] & 1))
+            return false;
+    return true;
+}
+
+/* Waits for the new process to be sandboxed: until then it shares the program's file offsets,
+ * and it should not find them moved. At a stall the wait is preemptible (§5.1): it ends when
+ * the program's own read has completed, and the copy finishes entering on its own. */
+static uint32_t wait_ready(const struct specx_stall *stall)
+{
+    uint64_t start = specx_now_ns();
+    for (;;) {
+        uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation,
+                                                 stall ? READY_SLICE_NS : READY_TIMEOUT_NS);
+        if (seen == specx.ctl->generation || seen == SPECX_READY_FAILED ||
+            specx_now_ns() - start >= READY_TIMEOUT_NS || !stall || own_read_arrived(stall))
+            return seen;
+    }
+}
+
+/* Returns whether a copy runs (sandboxed by now, or still entering). STALL: the read the
+ * program goes on with (NULL: none, the wait is not preemptible). */
+static bool copy_started(const struct specx_stall *stall)
+{
+    uint32_t seen = wait_ready(stall);
+    if (seen != SPECX_READY_FAILED) {
+        demote_copy();
+        return true;
+    }
+    reaped(specx.copy, copy_start, true);
+    specx.copy = 0;
+    SPECX_COUNT(spec_failed, 1);
+    specx_disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
+    specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
+    return false;
+}
+
+/* Starts the program's own read, so that a clone's cost hides in the disk's time. A read from
+ * the start of a file reaches on to the end of its first chunk, as the copy's prefetch of it
+ * would (prefetch.h): the copy issues that only once it is sandboxed (copy_entering), and a
+ * copy that cannot follow the file (GNU ld's, left without the object's header) never does;
+ * meanwhile the program would stall on the rest of the file read by read. That widened read
+ * is started at every stall at a file's start. Elsewhere a WILLNEED of exactly the read's
+ * range is started only when a copy is about to be made: it takes the place of the kernel's
+ * on-demand readahead for that read, which would have read more around it (the sqlite3 shell
+ * made 9 % more device requests for 11 % fewer bytes when every stall had one). */
+static void start_own_read(const struct specx_stall *stall, const struct stat *st)
+{
+    uint64_t end = specx_prefetch_end(stall->off == 0, stall->off + stall->len,
+                                      (uint64_t)st->st_size);
+    specx_start_read(stall->fd, stall->off, end > stall->off ? end - stall->off : stall->len);
+}
+
+/* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
+ * that ran before ours never pass through our pthread_create. /proc/self/task links one
+ * directory per thread besides "." and ".."; stat opens no descriptor. */
+static bool single_threaded(void)
+{
+    struct stat task;
+    return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
+}
+
+/* Whether this process may create a speculative process now: it is the program itself,
+ * speculation is on, it has one thread, and the sandbox's filter and the control region are
+ * ready. The filter is compiled here, in the program: never in a fresh clone. */
+static bool may_create_copy(void)
+{
+    if (!specx.spec_allowed || getpid() != specx.pid)
+        return false;
+    if (!single_threaded()) {
+        specx_disable_speculation(SPECX_SLOT_THREADED);
+        return false;
+    }
+    if (!specx.ctl && (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create()))) {
+        specx_disable_speculation(0);
+        return false;
+    }
+    return true;
+}
+
+bool specx_copy_on_stall(const struct specx_stall *stall)
+{
+    if (!may_create_copy())
+        return false;
+    struct stat st;
+    if (fstat(stall->fd, &st) < 0)
+        st = (struct stat){ 0 };
+    if (stall->off == 0)
+        start_own_read(stall, &st);
+    reap_dying(false);
+    bool had_child = specx.copy > 0;
+    bool sync = copy_still_running();
+    if (sync && copy_entering())
+        return false;
+    if (had_child) {
+        bool on_track = specx_log_predicted(specx.ctl, specx.issued_at_start,
+                                              (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+                                              stall->off, stall->len);
+        if (sync && on_track && copy_dry && !dry_copy_earned_trust())
+            return false; /* on probation and on track: let it go on predicting */
+        judge_copy(on_track);
+    }
+    if (specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+        if (sync)
+            kill_copy(); /* diverged, none of its predictions read: not worth a new copy */
+        return false;
+    }
+    if (stall->off != 0)
+        start_own_read(stall, &st);
+    copy_dev = (uint64_t)st.st_dev;
+    copy_ino = (uint64_t)st.st_ino;
+    uint64_t t0 = specx_now_ns();
+    SPECX_COUNT(refork_attempts, 1);
+    if (sync) {
+        SPECX_COUNT(sync_attempts, 1);
+        kill_copy();
+    }
+    /* Preemptible refork (§5.1): with its data in already, the program would only wait for
+     * the clone; it goes on, and the next stall reforks. */
+    if (own_read_arrived(stall)) {
+        SPECX_COUNT(refork_ns, specx_now_ns() - t0);
+        return false;
+    }
+    pid_t program = getpid();
+    if (clone_speculative()) {
+        become_speculative(program);
+        return true;
+    }
+    uint64_t t_clone = specx_now_ns();
+    SPECX_COUNT(refork_ns, t_clone - t0);
+    bool started = specx.copy > 0 && copy_started(stall);
+    SPECX_COUNT(refork_completed, started && !copy_entering());
+    SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
+    if (started)
+        specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu, ready in %llu us",
+                  specx.pid, copy_dry ? "dry" : "live", specx.copy,
+                  sync ? "synchronized" : "created", stall->fd,
+                  (unsigned long long)stall->off,
+                  (unsigned long long)(specx_now_ns() - t_clone) / 1000);
+    if (sync) {
+        SPECX_COUNT(sync_completed, started);
+        SPECX_COUNT(sync_ns, specx_now_ns() - t0);
+    }
+    return false;
+}
+
+/* The program has no hook at a page fault (§4.1.2 handles faults in the kernel): a new large
+ * file mapping that is not in memory is where its faults will come from, so a copy is created
+ * there, unless one is running (it makes the same mapping itself and speculates on it,
+ * fault_speculation.h). The program first faults in the mapping's first chunk, as its first touch
+ * would (a header, usually): the copy never waits for a disk read, so without it the copy
+ * would run on zeros where the data decides its path, and end. */
+bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
+{
+    if (!may_create_copy())
+        return false;
+    reap_dying(false);
+    if (copy_still_running() || specx_backoff_retired())
+        return false;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return false;
+    specx_raw_madvise(addr, len < SPECX_PREFETCH_CHUNK ? len : SPECX_PREFETCH_CHUNK,
+                      MADV_POPULATE_READ);
+    copy_dev = (uint64_t)st.st_dev;
+    copy_ino = (uint64_t)st.st_ino;
+    pid_t program = getpid();
+    if (clone_speculative()) {
+        become_speculative(program);
+        return true;
+    }
+    if (specx.copy > 0 && copy_started(NULL))
+        specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
+                  copy_dry ? "dry" : "live", specx.copy, fd);
+    return false;
+}

@@ -1,0 +1,35 @@
+/* The speculative process's life cycle, program side (Fraser & Chang 2003 §4.1, §4.1.2):
+ * created at the first stall, re-created ("synchronized") when the program stalls on data it
+ * failed to prefetch, killed with its program (exit, exec, second thread). */
+#ifndef SPECX_COPY_H
+#define SPECX_COPY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stats_layout.h" /* enum specx_slot_flag */
+
+/* The read the program is about to block on. */
+struct specx_stall {
+    int fd;
+    uint64_t off, len; /* clamped to EOF */
+};
+
+/* Called at a stall, before the blocking read: starts the program's own read of the range,
+ * then creates or synchronizes the speculative process. Returns true in the new speculative
+ * process, which must treat the stalled read as a prefetch already issued. */
+bool specx_copy_on_stall(const struct specx_stall *stall);
+
+/* Called after the program mapped regular file fd at [addr, addr+len), a large data mapping
+ * not all in memory (entry/mmap.c): creates a speculative process unless one is running.
+ * Returns true in the new speculative process. */
+bool specx_copy_on_mapping(void *addr, int fd, uint64_t len);
+
+/* Kills and reaps the speculative process, if any (exit, exec, threads). */
+void specx_copy_stop(void);
+
+/* Turns speculation off for the rest of this process image, recording why in the slot, and
+ * stops the copy. */
+void specx_disable_speculation(enum specx_slot_flag why);
+
+#endif

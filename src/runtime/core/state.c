@@ -1,0 +1,53 @@
+/* The per-process state of libspecx.so (core/runtime.h): what one process image knows, reset
+ * at its start and in a forked child. */
+#include "core/runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/control.h"
+#include "core/stats.h"
+#include "policy/backoff.h"
+#include "policy/trust.h"
+#include "raw.h"
+
+struct specx_state specx;
+
+void specx_log(const char *fmt, ...)
+{
+    if (!specx.verbose)
+        return;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(line, sizeof line, "specx: ");
+    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    specx_raw_write(STDERR_FILENO, line, (size_t)n);
+}
+
+/* Resets what belongs to one process: its slot, no copy or control region yet (the inherited
+ * ones belong to the parent), and no history of copies judged. Also run in a forked child. */
+void specx_start_process(void)
+{
+    if (specx.ctl)
+        munmap(specx.ctl, sizeof *specx.ctl); /* the parent's, inherited by fork */
+    if (specx.slot)
+        specx_stats_release(specx.slot);
+    specx.pid = getpid();
+    specx.copy = 0;
+    memset(specx.dying, 0, sizeof specx.dying);
+    specx.ctl = NULL;
+    specx.slot = specx_stats_claim();
+    specx.slot->horizon = specx.horizon;
+    if (!specx.spec_allowed)
+        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NO_SPEC, __ATOMIC_RELAXED);
+    specx_trust_reset();
+    specx_backoff_reset();
+}

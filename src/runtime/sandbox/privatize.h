@@ -1,0 +1,54 @@
+/* The first of the paper's three restrictions on a speculative process (Fraser & Chang 2003,
+ * §4.1.1): "file pointers are instead copied, and write access to mapped files and shared memory
+ * segments is changed to copy-on-write access". A process made by clone/fork shares open file
+ * descriptions (offsets) and MAP_SHARED memory with its parent; these functions give the
+ * speculative copy its own.
+ *
+ * Everything here runs in the freshly cloned child, possibly of a multithreaded program whose
+ * other threads held locks at clone time: only system calls, no malloc, no stdio. */
+#ifndef SPECX_PRIVATIZE_H
+#define SPECX_PRIVATIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "maps.h"
+
+/* A memory region of the runtime that must stay shared with the normal process (the control
+ * region, the statistics slot): everything else that is shared becomes private. */
+struct specx_region {
+    void *addr;
+    size_t len;
+};
+
+/* True for the file types a speculative process may open and read without anyone noticing:
+ * regular files, directories and the memory character devices (/dev/null, zero, full, random,
+ * urandom). Opening a FIFO wakes its writer, opening other devices can rewind tapes, start
+ * watchdogs or claim the device: those are side effects, so they are refused. */
+bool specx_safe_file_type(const struct stat *st);
+
+/* True if the file open at FD (any access mode, O_PATH too), whose fstat is ST, is of a safe
+ * type and reading it consumes nothing: not /proc/kmsg, not a file of debugfs or tracefs
+ * (trace_pipe). */
+bool specx_safe_to_read(int fd, const struct stat *st);
+
+/* Gives every descriptor a private file description: files and directories are re-opened
+ * read-only at the same offset, everything else (pipes, sockets, terminals, event objects)
+ * becomes /dev/null, so the child can neither move the parent's offsets nor consume data that
+ * is meant for the parent. Descriptor numbers and close-on-exec flags stay the same.
+ * Returns 0 or -errno. */
+int specx_privatize_fds(void);
+
+/* Opens the regular file behind mapping M read-only: through /proc/self/map_files (works for
+ * deleted files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE),
+ * else by its path if that still names the same inode. Returns the descriptor or -1. Used
+ * here to privatize shared file mappings, and by the speculative process's page-fault
+ * speculation (fault_speculation.c) to prefetch a mapping's file and map it again. */
+int specx_open_mapped_file(const struct specx_mapping *m);
+
+/* Replaces every MAP_SHARED mapping except the KEEP regions with a private copy-on-write one at
+ * the same address with the same protection and the same content. Returns 0 or -errno. */
+int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep);
+
+#endif

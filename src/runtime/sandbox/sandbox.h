@@ -1,0 +1,29 @@
+/* The speculative process's sandbox (Fraser & Chang 2003, §4.1.1): whatever the speculative
+ * copy of a program does, nobody outside it can tell. Entered once, in the speculative process,
+ * right after it is created and before it runs any application code. */
+#ifndef SPECX_SANDBOX_H
+#define SPECX_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sandbox/privatize.h" /* struct specx_region */
+
+/* Compiles the system-call filter, once, in the normal process (libseccomp allocates, which a
+ * child cloned from a multithreaded program must not do). Call it before the first speculative
+ * clone; specx_sandbox_enter calls it itself if nobody did. Idempotent.
+ * Returns 0 or -errno. */
+int specx_sandbox_prepare(void);
+
+/* Privatizes file offsets and shared mappings, neutralizes inherited pipes, sockets and
+ * terminals, then installs the seccomp filter. Irreversible. Returns 0, or -errno when the
+ * sandbox could not be completed: the caller must then _exit at once.
+ * SHARED_WAIT is the one futex word, inside a KEEP region, on which the speculative process
+ * may wait with a futex the program shares (the horizon's parking word); NULL for none. Every
+ * other wait must be process-private: a page of a privatized mapping that the copy has not
+ * written yet still has the program's futex key, and a copy waiting there could take a wake-up
+ * meant for one of the program's own waiters, which would then sleep for ever. */
+int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
+                        const uint32_t *shared_wait);
+
+#endif

@@ -1,0 +1,74 @@
+/* Back-off and retirement of a process's copies (src/runtime/policy/backoff.c). */
+#include "check.h"
+#include "policy/backoff.h"
+#include "stats_layout.h"
+
+/* Stalls on (dev, ino) that pass without a copy before one is allowed again. */
+static unsigned skipped(uint64_t dev, uint64_t ino)
+{
+    unsigned n = 0;
+    while (specx_backoff_skip(dev, ino) && n < 1000)
+        n++;
+    return n;
+}
+
+static void test_useless_copies_double_the_backoff_up_to_64(void)
+{
+    specx_backoff_reset();
+    CHECK(skipped(1, 1) == 0); /* no history: a copy at the first stall */
+    unsigned expect[] = { 1, 2, 4 };
+    for (unsigned i = 0; i < 3; i++) {
+        specx_backoff_judged(1, 1, false);
+        CHECK(skipped(1, 1) == expect[i]);
+    }
+    specx_backoff_judged(1, 1, true); /* one useful copy: no back-off */
+    CHECK(skipped(1, 1) == 0);
+    specx_backoff_reset();
+    for (unsigned i = 0; i < 7; i++) {
+        specx_backoff_judged(1, 1, false);
+        specx_backoff_judged(2, 2, true); /* keeps the process from retiring */
+    }
+    CHECK(skipped(1, 1) == 64);
+}
+
+static void test_a_file_without_history_follows_the_process(void)
+{
+    specx_backoff_reset();
+    specx_backoff_judged(1, 1, false);
+    specx_backoff_judged(1, 1, false);
+    CHECK(skipped(9, 9) == 2); /* the process's back-off, that of the last judged copy */
+    CHECK(skipped(1, 1) == 2); /* file 1 keeps its own */
+}
+
+static void test_useless_copies_in_a_row_retire_the_process(void)
+{
+    specx_backoff_reset();
+    for (unsigned i = 1; i < SPECX_RETIRE_AFTER; i++)
+        CHECK(!specx_backoff_judged(i, i, false));
+    CHECK(!specx_backoff_retired());
+    CHECK(specx_backoff_judged(99, 99, false)); /* the eighth in a row: retired now */
+    CHECK(specx_backoff_retired());
+    CHECK(specx_backoff_skip(1234, 5)); /* every stall, any file */
+    specx_backoff_reset(); /* a forked child starts afresh */
+    CHECK(!specx_backoff_retired());
+}
+
+static void test_a_useful_copy_restarts_the_count(void)
+{
+    specx_backoff_reset();
+    for (unsigned i = 1; i < SPECX_RETIRE_AFTER; i++)
+        specx_backoff_judged(1, 1, false);
+    specx_backoff_judged(1, 1, true);
+    for (unsigned i = 1; i < SPECX_RETIRE_AFTER; i++)
+        CHECK(!specx_backoff_judged(1, 1, false));
+    CHECK(!specx_backoff_retired());
+}
+
+int main(void)
+{
+    test_useless_copies_double_the_backoff_up_to_64();
+    test_a_file_without_history_follows_the_process();
+    test_useless_copies_in_a_row_retire_the_process();
+    test_a_useful_copy_restarts_the_count();
+    return check_status();
+}
