@@ -98,6 +98,11 @@ class Group:
         with open(os.path.join(self.path, _limit_file(self.version))) as f:
             return int(f.read())
 
+    def usage_bytes(self):
+        name = "memory.current" if self.version == V2 else "memory.usage_in_bytes"
+        with open(os.path.join(self.path, name)) as f:
+            return int(f.read())
+
     def peak_bytes(self):
         """Most memory the group used (None when the kernel does not say)."""
         name = "memory.peak" if self.version == V2 else "memory.max_usage_in_bytes"
@@ -107,6 +112,19 @@ class Group:
         except (OSError, ValueError):
             return None
 
+
+    def limit_hits(self):
+        """Times the group's usage hit its hard limit (memory.failcnt on v1, the "max" line of
+        memory.events on v2), or None when the kernel does not say."""
+        try:
+            if self.version == V2:
+                with open(os.path.join(self.path, "memory.events")) as f:
+                    return next((int(line.split()[1]) for line in f
+                                 if line.startswith("max ")), None)
+            with open(os.path.join(self.path, "memory.failcnt")) as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            return None
 
     def oom_kills(self):
         """Processes the group's OOM killer has killed so far (None when the kernel does not

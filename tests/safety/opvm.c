@@ -441,6 +441,31 @@ static void op_stdin(char **a)
     result("stdin", "'%.*s'", (int)(n > 0 ? n : 0), buf);
 }
 
+/* Reads the first byte of PATH. A process that finds it zero fills MIB MiB and then sleeps for
+ * ever: the speculative copy, whose read of data not in memory leaves the buffer as it was (a
+ * file of non-zero bytes makes the program itself go straight on). tests/test_oom.py uses it
+ * to give the copy memory the program does not have. */
+static void op_hogifzero(char **a)
+{
+    unsigned char first = 0;
+    int fd = open(a[1], O_RDONLY);
+    ssize_t n = fd < 0 ? -1 : pread(fd, &first, 1, 0);
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        return status("hogifzero", -1);
+    if (first) {
+        result("hogifzero", "data");
+        return;
+    }
+    size_t len = (size_t)atol(a[2]) << 20;
+    unsigned char *p = malloc(len);
+    for (size_t i = 0; p && i < len; i += 4096)
+        p[i] = 1;
+    for (;;)
+        nanosleep(&(struct timespec){ 1, 0 }, NULL);
+}
+
 static void op_sleep(char **a)
 {
     long ms = atol(a[1]);
@@ -490,7 +515,7 @@ static const struct {
     {"shmanon", 1, op_shmanon},   {"sysv", 1, op_sysv},         {"stdin", 1, op_stdin},
     {"sleep", 1, op_sleep},       {"exit", 1, op_exit},         {"crash", 0, op_crash},
     {"abort", 0, op_abort},       {"fill", 1, op_fill},         {"shmcounter", 0, op_shmcounter},
-    {"bump", 0, op_bump},         {"spin", 1, op_spin},
+    {"bump", 0, op_bump},         {"spin", 1, op_spin},         {"hogifzero", 2, op_hogifzero},
 };
 
 /* Splits LINE into the operation and its arguments; returns the argument count or -1. */

@@ -17,6 +17,7 @@
 #include "copy/lazy_memory.h"
 #include "core/control.h"
 #include "core/runtime.h"
+#include "memcg.h"
 #include "policy/backoff.h"
 #include "policy/prefetch.h"
 #include "policy/trust.h"
@@ -86,6 +87,25 @@ static void reap_dying(bool wait)
             specx.dying[i] = 0;
 }
 
+/* Whether the program's memory is bounded (a memory cgroup limit), looked up once per process.
+ * There a killed copy's memory is given back before the program goes on: a killed process
+ * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
+ * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
+ * the OOM killer no longer sees the copy (an exiting process has let go of its memory map): a
+ * program that allocated then was the only candidate, and was killed (docs/DESIGN.md §6.3).
+ * Without a limit the program does not pay for that release: the copy's private memory (a
+ * PostgreSQL copy's privatized shared buffers, 128 MiB) takes milliseconds to free. */
+static bool memory_bounded(void)
+{
+    static pid_t known_for;
+    static bool bounded;
+    if (known_for != specx.pid) {
+        bounded = specx_memcg_self_limit() != 0;
+        known_for = specx.pid;
+    }
+    return bounded;
+}
+
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
  * the server already has dies only when the request completes (the kernel waits it out), and
  * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it. */
@@ -95,7 +115,7 @@ static void kill_copy(void)
     specx.copy = 0;
     if (pid <= 0 || reaped(pid, copy_start, false))
         return;
-    specx_copy_kill(pid, copy_start);
+    specx_copy_kill(pid, copy_start, memory_bounded());
     if (reaped(pid, copy_start, false))
         return;
     for (;;) {

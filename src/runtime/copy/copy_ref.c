@@ -64,11 +64,12 @@ bool specx_copy_reap(pid_t pid, uint64_t start, bool wait)
     return ret < 0 || info.si_pid != 0; /* ECHILD: reaped by the program meanwhile */
 }
 
-void specx_copy_kill(pid_t pid, uint64_t start)
+void specx_copy_kill(pid_t pid, uint64_t start, bool release)
 {
     int pfd = open_copy(pid, start);
     if (pfd < 0)
         return;
-    pidfd_send_signal(pfd, SIGKILL, NULL, 0);
+    if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) == 0 && release)
+        syscall(SYS_process_mrelease, pfd, 0u);
     close(pfd);
 }

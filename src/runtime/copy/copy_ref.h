@@ -20,7 +20,9 @@ uint64_t specx_copy_start_time(pid_t pid);
  * else's, or nobody's). */
 bool specx_copy_reap(pid_t pid, uint64_t start, bool wait);
 
-/* Sends SIGKILL to the copy if it is still there. */
-void specx_copy_kill(pid_t pid, uint64_t start);
+/* Sends SIGKILL to the copy if it is still there; with release, frees its memory before
+ * returning (process_mrelease: the pages the kernel would free in the copy's own exit; on a
+ * kernel without it, before 5.15, the copy frees them itself). */
+void specx_copy_kill(pid_t pid, uint64_t start, bool release);
 
 #endif
