@@ -105,7 +105,8 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
         before = slowfs.stats(mountpoint)
         with memory_limit(params, tag) as group:
             status, elapsed, usage = run_command(cmd, log, group)
-            memory = {"limit_bytes": group.limit(), "peak_bytes": group.peak_bytes()} \
+            memory = {"limit_bytes": group.limit(), "peak_bytes": group.peak_bytes(),
+                      "limit_hits": group.limit_hits(), "oom_kills": group.oom_kills()} \
                 if group else None
         after = slowfs.stats(mountpoint)
     record = {
