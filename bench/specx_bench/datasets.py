@@ -40,7 +40,10 @@ def data_name(workload):
 
 
 def stamp(workload, params):
-    return {"workload": data_name(workload), "version": workload.version, "params": params,
+    """What made a data set. The memory limit a run gets is no part of it: workloads that
+    differ only in it (the sphinx sweep) share one data set."""
+    shaping = {k: v for k, v in params.items() if k != "memory_limit_mb"}
+    return {"workload": data_name(workload), "version": workload.version, "params": shaping,
             "inputs": workload.generator_inputs()}
 
 

@@ -48,6 +48,9 @@ MODES = {m.name: m for m in [
          "(the baseline for `specx`)", DROP_CACHES, _specx_run("--no-spec"), "libspecx.so"),
     Mode("specx", "cold, under `specx run`: speculative pre-execution turns future reads "
          "into prefetches (§4)", DROP_CACHES, _specx_run(), "libspecx.so"),
+    Mode("specx-nomemctl", "cold, `specx run --no-memory-control`: speculation never stopped "
+         "for its memory overhead (what the control of §6 prevents)", DROP_CACHES,
+         _specx_run("--no-memory-control"), "libspecx.so"),
     Mode("specx-warm", "all data resident, under `specx run`: what specx costs when nothing "
          "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "libspecx.so"),
     Mode("specx-basic", "cold, `specx run --refork=basic --cow=basic`: copies made by plain "

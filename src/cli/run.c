@@ -31,6 +31,7 @@ struct options {
     const char *report_file; /* --report=FILE; NULL: stderr */
     const char *json;
     bool speculation;
+    bool memory_control;
     unsigned horizon;
     bool verbose;
     const char *refork; /* "basic" or "fast" (--refork, or implied by --cow); NULL: default */
@@ -52,6 +53,9 @@ static void usage(FILE *out)
         "                    or (by default) to stderr\n"
         "  -j, --json FILE   write the same statistics as JSON to FILE ('-': stdout)\n"
         "  -n, --no-spec     interpose and count, but never speculate (a baseline)\n"
+        "      --no-memory-control\n"
+        "                    never stop speculation for the memory it costs the program\n"
+        "                    (the control of fraser-chang-2003 section 6; to show its effect)\n"
         "  -H, --horizon N   at most N prefetches ahead of the program (1-%u, default %u)\n"
         "      --refork=basic|fast\n"
         "                    how a speculative copy is made: a plain clone (basic, the\n"
@@ -104,9 +108,11 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "no-spec", no_argument, NULL, 'n' },  { "horizon", required_argument, NULL, 'H' },
         { "verbose", no_argument, NULL, 'v' },  { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },  { "refork", required_argument, NULL, 'R' },
-        { "cow", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 },
+        { "cow", required_argument, NULL, 'C' },
+        { "no-memory-control", no_argument, NULL, 'M' }, { NULL, 0, NULL, 0 },
     };
-    *o = (struct options){ .speculation = true, .horizon = SPECX_HORIZON_DEFAULT };
+    *o = (struct options){ .speculation = true, .memory_control = true,
+                           .horizon = SPECX_HORIZON_DEFAULT };
     int c;
     uint64_t v;
     /* '+': options end at COMMAND, whose own options are its business; ':': errors are ours
@@ -120,6 +126,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'j': o->json = optarg; break;
         case 'n': o->speculation = false; break;
+        case 'M': o->memory_control = false; break;
         case 'v': o->verbose = true; break;
         case 'H':
             if (!specx_parse_u64(optarg, 1, SPECX_HORIZON_MAX, &v))
@@ -177,6 +184,10 @@ static void prepare_environment(const struct options *o, const char *lib, const 
     setenv(SPECX_HORIZON_ENV, horizon, 1);
     if (!o->speculation)
         setenv(SPECX_DISABLE_ENV, "1", 1);
+    if (!o->memory_control)
+        setenv(SPECX_NO_MEMORY_CONTROL_ENV, "1", 1);
+    else
+        unsetenv(SPECX_NO_MEMORY_CONTROL_ENV); /* only this run's options count */
     if (o->verbose)
         setenv(SPECX_VERBOSE_ENV, "1", 1);
     if (o->refork)
@@ -365,7 +376,8 @@ int specx_run_main(int argc, char **argv)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
 
     forward_signals();
-    struct run_result r = { .argv = cmd, .speculation = o.speculation, .horizon = o.horizon,
+    struct run_result r = { .argv = cmd, .speculation = o.speculation,
+                            .memory_control = o.memory_control, .horizon = o.horizon,
                             .fast_refork = o.refork && strcmp(o.refork, "fast") == 0,
                             .kind = elf_kind_of(cmd[0]) };
     int failure;

@@ -73,6 +73,28 @@ static void print_reforks(FILE *out, const struct specx_stats_slot *t)
                 t->lazy_zero, t->lazy_swap_prefetches, t->lazy_dropped);
 }
 
+/* The memory control's Table 5 (fraser-chang-2003 §6.2): intervals, threshold crossings,
+ * stalls added and removed, and what the copies held. */
+static void print_memory_control(FILE *out, const struct run_result *r)
+{
+    const struct specx_stats_slot *t = &r->stats.total;
+    if (!r->memory_control) {
+        fprintf(out, "  %-40s %12s  off (--no-memory-control)\n", "memory control (paper 6.1)", "");
+        return;
+    }
+    fprintf(out, "  %-40s %12" PRIu64 "  intervals; stopped speculation %" PRIu64
+            " times, allowed it again %" PRIu64 "\n", "memory control (paper 6.1)",
+            t->memctl_intervals, t->memctl_disabled, t->memctl_reenabled);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " removed\n", "  stalls speculation added",
+            t->memctl_added, t->memctl_removed);
+    fprintf(out, "  %-40s %12.1f  MiB", "  copies' peak private memory",
+            (double)t->copy_peak_kb / 1024.0);
+    if (t->memctl_disabled)
+        fprintf(out, "; given back at most %.3f s after the interval that stopped it began",
+                seconds(t->memctl_giveback_ns));
+    fputc('\n', out);
+}
+
 /* Prints PREFIX then TEXT folded at word boundaries to 78 columns, continuation lines indented
  * by 4, and a blank line. */
 static void print_wrapped(FILE *out, const char *prefix, const char *text)
@@ -190,6 +212,7 @@ void run_report_table(FILE *out, const struct run_result *r)
             (double)SPECX_COPY_IDLE_CPU_NS / 1e6);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predictions logged, kept from the disk\n",
             "  dry (predicting only, until trusted)", t->spec_dry, t->spec_predictions);
+    print_memory_control(out, r);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",
             "readahead switches", t->fadv_random + t->fadv_normal, t->fadv_random,
             t->fadv_normal);
@@ -314,6 +337,7 @@ void run_report_json(FILE *out, const struct run_result *r)
     fprintf(out, ",\n");
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);
+    fprintf(out, "  \"memory_control\": %s,\n", r->memory_control ? "true" : "false");
     fprintf(out, "  \"refork\": \"%s\",\n  \"cow\": \"%s\",\n",
             r->fast_refork ? "fast" : "basic", r->fast_refork ? "one-way" : "basic");
     fprintf(out, "  \"elapsed_ns\": %" PRIu64 ",\n  \"elapsed_s\": %.6f,\n", r->elapsed_ns,

@@ -17,6 +17,7 @@ struct run_result {
     bool speculation;      /* false with --no-spec */
     unsigned horizon;
     bool fast_refork;      /* --refork=fast (= --cow=one-way) */
+    bool memory_control;   /* false with --no-memory-control */
     enum elf_kind kind;    /* what the command's executable is (elf_kind.h) */
     struct run_stats stats;
 };

@@ -26,6 +26,7 @@
     X(spec_bytes,        "bytes covered by speculative prefetches") \
     X(spec_used,         "speculative prefetches the program read while still in memory") \
     X(spec_complete,     "of those, prefetches complete when the program asked") \
+    X(spec_used_pages,   "pages of the program's reads and faults that speculative prefetches served") \
     X(spec_evicted,      "speculative prefetches evicted before the program read them") \
     X(sync_attempts,     "synchronizations started (program stalled on data not prefetched)") \
     X(sync_completed,    "synchronizations that produced a running speculative process") \
@@ -52,7 +53,14 @@
     X(lazy_pulled,       "pages fast-reforked copies pulled from the program (lazy_memory.h)") \
     X(lazy_zero,         "pages they mapped as zeros: absent in the program (never touched)") \
     X(lazy_swap_prefetches, "swapped-out program pages they read into the swap cache, then pulled") \
-    X(lazy_dropped,      "pulled pages they dropped again to bound their footprint")
+    X(lazy_dropped,      "pulled pages they dropped again to bound their footprint") \
+    X(memctl_intervals,  "memory control intervals ended (fraser-chang-2003 §6.1, Table 5)") \
+    X(memctl_disabled,   "times it stopped speculation: its overhead crossed the threshold") \
+    X(memctl_reenabled,  "times it let speculation run again, the overhead decayed") \
+    X(memctl_added,      "stalls speculation added: refaults while memory was full (memory_control.h)") \
+    X(memctl_removed,    "stalls speculation removed: reads served by its prefetches") \
+    X(memctl_giveback_ns, "longest time from the start of the interval that stopped speculation to the copy's memory given back") \
+    X(copy_peak_kb,      "largest private memory of a copy, KiB (its smaps_rollup)")
 
 /* Why speculation was off in a process (slot flags). */
 enum specx_slot_flag {

@@ -1,5 +1,6 @@
 /* See memcg.h. */
 #include "memcg.h"
+#include "kfile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -95,6 +96,24 @@ bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *
             return true;
     }
     return specx_cgroup_key_u64(cg, "memory.stat", key, value);
+}
+
+bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults)
+{
+    uint64_t anon = 0, file = 0;
+    if (!cg) {
+        char text[8192];
+        if (specx_kfile_read("/proc/vmstat", text, sizeof text) < 0)
+            return false;
+        bool ok = specx_kfile_key_u64(text, "workingset_refault_file", &file);
+        specx_kfile_key_u64(text, "workingset_refault_anon", &anon); /* since Linux 5.9 */
+        *refaults = anon + file;
+        return ok;
+    }
+    bool ok = specx_memcg_stat(cg, "workingset_refault_file", &file);
+    specx_memcg_stat(cg, "workingset_refault_anon", &anon);
+    *refaults = anon + file;
+    return ok;
 }
 
 bool specx_memcg_oom_kills(const struct specx_cgroup *cg, uint64_t *kills)

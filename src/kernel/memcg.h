@@ -42,6 +42,10 @@ uint64_t specx_memcg_peak(const struct specx_cgroup *cg);
  * e.g. "workingset_refault_file", "pgmajfault", "file", "anon" (v1: "cache", "rss"). */
 bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *value);
 
+/* Evicted pages read again (the kernel's shadow entries: workingset_refault_anon + _file) in
+ * CG and its descendants, or machine-wide (/proc/vmstat) if CG is NULL. False if unreadable. */
+bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults);
+
 /* Memory events of CG: how often the OOM killer killed a task in it (v1 memory.oom_control
  * oom_kill, v2 memory.events oom_kill) and how often a charge hit the hard limit (v1
  * memory.failcnt, v2 memory.events max). False if unreadable. */

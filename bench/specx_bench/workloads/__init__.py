@@ -6,6 +6,7 @@ from .ld import Ld
 from .matvec import Matvec
 from .postgres import Postgres
 from .refork import Refork
+from .sphinx import Sphinx
 from .sqlite import Sqlite
 from .stencil import Stencil
 from .swap import Swap
@@ -15,4 +16,5 @@ from .xds import Xds
 WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
                                      Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
-                                     Sqlite3Scan(), PyImport(), CcHeaders())}
+                                     Sqlite3Scan(), PyImport(), CcHeaders(), Sphinx(),
+                                     *(Sphinx(p) for p in (50, 75, 150, 200)))}

@@ -15,6 +15,7 @@
 #include "copy/copy_ref.h"
 #include "copy/fault_speculation.h"
 #include "copy/lazy_memory.h"
+#include "copy/memory_watch.h"
 #include "core/control.h"
 #include "core/runtime.h"
 #include "memcg.h"
@@ -108,14 +109,18 @@ static bool memory_bounded(void)
 
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
  * the server already has dies only when the request completes (the kernel waits it out), and
- * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it. */
+ * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it.
+ * Its memory is given back at once where memory is bounded, or the memory control asks. */
 static void kill_copy(void)
 {
     pid_t pid = specx.copy;
     specx.copy = 0;
     if (pid <= 0 || reaped(pid, copy_start, false))
         return;
-    specx_copy_kill(pid, copy_start, memory_bounded());
+    bool stopped_for_memory = !specx_memory_watch();
+    specx_copy_kill(pid, copy_start, memory_bounded() || stopped_for_memory);
+    if (stopped_for_memory)
+        specx_memory_given_back();
     if (reaped(pid, copy_start, false))
         return;
     for (;;) {
@@ -190,6 +195,7 @@ static void become_speculative(pid_t program)
      * must not run the program's handlers a second time in here. */
     setpgid(0, 0);
     specx_copy_idle_arm();
+    specx_memory_watch_arm();
     const struct specx_region keep[] = {
         { specx.ctl, sizeof *specx.ctl },
         { specx.slot, SPECX_STATS_PAGE },
@@ -345,9 +351,20 @@ static bool may_create_copy(void)
     return true;
 }
 
+/* The memory control stopped speculation (copy/memory_watch.h): no copy, and none left. */
+bool specx_copy_stopped_for_memory(void)
+{
+    if (specx_memory_watch())
+        return false;
+    reap_dying(false);
+    if (specx.copy > 0)
+        kill_copy();
+    return true;
+}
+
 bool specx_copy_on_stall(const struct specx_stall *stall)
 {
-    if (!may_create_copy())
+    if (!may_create_copy() || specx_copy_stopped_for_memory())
         return false;
     struct stat st;
     if (fstat(stall->fd, &st) < 0)
@@ -419,7 +436,7 @@ bool specx_copy_on_stall(const struct specx_stall *stall)
  * would run on zeros where the data decides its path, and end. */
 bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
 {
-    if (!may_create_copy())
+    if (!may_create_copy() || specx_copy_stopped_for_memory())
         return false;
     reap_dying(false);
     if (copy_still_running() || specx_backoff_retired())

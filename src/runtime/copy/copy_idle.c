@@ -2,14 +2,11 @@
 #include "copy/copy_idle.h"
 
 #include <signal.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "copy/lazy_memory.h"
+#include "copy/copy_timer.h"
 #include "core/runtime.h"
 
-/* A real-time signal the copy's own timer sends: program code seldom uses the top ones, and
- * one that replaces the handler in the copy only keeps the copy alive, as before. */
+/* The signal of the copy's CPU-time timer (copy_timer.h). */
 #define IDLE_SIGNAL (SIGRTMAX - 1)
 
 static uint64_t activity_at_last_tick;
@@ -26,28 +23,11 @@ static void on_tick(int sig)
     }
     if (++idle_ticks >= SPECX_COPY_IDLE_TICKS) {
         SPECX_COUNT(spec_idle_ended, 1);
-        specx_lazy_release_regions();
-        _exit(0);
+        specx_copy_end_itself();
     }
 }
 
 void specx_copy_idle_arm(void)
 {
-    struct sigaction sa = { .sa_handler = on_tick, .sa_flags = SA_RESTART };
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(IDLE_SIGNAL, &sa, NULL) < 0)
-        return;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, IDLE_SIGNAL);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
-    struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = IDLE_SIGNAL };
-    timer_t timer;
-    if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &timer) < 0)
-        return;
-    struct itimerspec every = {
-        .it_interval = { 0, (long)SPECX_COPY_IDLE_TICK_NS },
-        .it_value = { 0, (long)SPECX_COPY_IDLE_TICK_NS },
-    };
-    timer_settime(timer, 0, &every, NULL);
+    specx_copy_every(CLOCK_PROCESS_CPUTIME_ID, IDLE_SIGNAL, on_tick, SPECX_COPY_IDLE_TICK_NS);
 }

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "copy/copy_idle.h"
+#include "copy/copy_timer.h"
 #include "copy/lazy_memory.h"
+#include "copy/memory_watch.h"
 #include "core/control.h"
 #include "core/runtime.h"
 #include "memcg.h"
@@ -86,6 +88,10 @@ static void fetch_flush(struct fetch *f)
     int64_t cached = specx_cached_pages(f->fd, off, len);
     if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len))
         return;
+    if (!specx_memory_watch()) { /* the memory control stopped speculation */
+        specx_memory_given_back();
+        specx_copy_end_itself();
+    }
     bool dry = specx_trust_dry();
     if (dry && specx_log_pending(specx.ctl, f->st->st_dev, f->st->st_ino, off, len))
         return; /* predicted already: what "in flight" is to a live copy (trust.h) */

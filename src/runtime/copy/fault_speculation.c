@@ -168,8 +168,10 @@ static void retire(unsigned n, bool touched)
     for (unsigned i = 0; i < n; i++) {
         struct prediction *p = &predictions[pred_oldest];
         bool hit = i + 1 == n ? touched : touched_by_program(&p->c);
-        if (hit && p->issued)
+        if (hit && p->issued) {
             SPECX_COUNT(fault_used, 1);
+            SPECX_COUNT(spec_used_pages, (p->c.end - p->c.start) / SPECX_PAGE_SIZE);
+        }
         hits = hit ? hits + 1 : 0;
         pred_oldest = (pred_oldest + 1) % SPECX_HORIZON_MAX;
         pred_count--;

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cgroup.h"
+#include "policy/memory_control.h"
 #include "policy/trust.h" /* struct specx_tally */
 
 #define SPECX_LOG_SIZE 1024u   /* ring of prefetch records; > SPECX_HORIZON_MAX */
@@ -25,6 +27,23 @@ struct specx_prefetch_record {
 /* Value of `ready` when the speculative process could not enter its sandbox. */
 #define SPECX_READY_FAILED UINT32_MAX
 
+/* The memory control's state (copy/memory_watch.c), here so that whichever of the program and
+ * its copy reaches the end of an interval first can end it. */
+struct specx_memory_watch {
+    uint32_t lock;       /* held by the process ending an interval */
+    uint32_t disabled;   /* speculation stopped by the control */
+    uint64_t interval_start_ns, interval_end_ns;
+    uint64_t harm_since_ns; /* start of the interval that stopped speculation, until the copy's
+                               memory is given back */
+    /* What the kernel and the statistics slot said when the interval began. */
+    uint64_t refaults, limit_hits, pressure_us, removed, speculative_pages, copy_private_kb;
+    uint64_t copy_private_kb_now; /* the copy's private memory, as its timer last saw it */
+    struct specx_memctl policy;
+    bool have_group;     /* the program's memory cgroup was found */
+    bool limited;        /* ... and it has a limit */
+    struct specx_cgroup group;
+};
+
 struct specx_control {
     uint32_t generation; /* bumped by the program before each clone */
     uint32_t ready;      /* futex: generation whose speculative process is sandboxed and running */
@@ -32,6 +51,7 @@ struct specx_control {
     uint32_t parked;     /* the speculative process waits on `passed` */
     uint32_t issued;     /* records written so far (release-stored after the record) */
     struct specx_prefetch_record log[SPECX_LOG_SIZE];
+    struct specx_memory_watch memory;
 };
 
 /* Maps a fresh zeroed region (NULL on failure). */

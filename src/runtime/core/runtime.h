@@ -23,6 +23,7 @@ struct specx_state {
     enum specx_role role;
     bool spec_allowed;   /* may this process speculate (not disabled, single-threaded, ...) */
     bool verbose;
+    bool memory_control; /* the §6.1 control may stop speculation (copy/memory_watch.h) */
     pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
     pid_t copy;          /* its speculative process (its copy), 0 if none */
     pid_t dying[8];      /* killed speculative processes not reaped yet (0: free) */

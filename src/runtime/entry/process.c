@@ -40,6 +40,7 @@ __attribute__((constructor)) static void specx_init(void)
     specx.verbose = env_is_one(SPECX_VERBOSE_ENV);
     specx.horizon = horizon_from_env();
     specx.spec_allowed = !env_is_one(SPECX_DISABLE_ENV);
+    specx.memory_control = !env_is_one(SPECX_NO_MEMORY_CONTROL_ENV);
     specx_start_process();
     specx.role = SPECX_ROLE_NORMAL;
 }

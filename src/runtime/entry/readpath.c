@@ -7,6 +7,7 @@
 
 #include "copy/copy.h"
 #include "copy/copy_read.h"
+#include "copy/memory_watch.h"
 #include "core/control.h"
 #include "core/runtime.h"
 #include "entry/real.h"
@@ -144,6 +145,7 @@ static void track_prefetches(struct specx_read *r, const struct stat *st)
     else if (n) {
         r->used = n;
         SPECX_COUNT(spec_used, n);
+        SPECX_COUNT(spec_used_pages, specx_pages_spanned(r->off, r->len));
     }
     adjust_readahead(r->fd, st, r->used > 0, r->miss);
 }
@@ -202,6 +204,8 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     SPECX_COUNT(reads, 1);
     count_hit_run(r->miss);
     r->t0 = specx_now_ns();
+    if (specx.copy > 0 && specx_memory_watch_due(r->t0))
+        specx_copy_stopped_for_memory();
     if (prefetches_issued() && (have_st || is_regular(fd, &st)))
         track_prefetches(r, &st);
     if (r->miss) {

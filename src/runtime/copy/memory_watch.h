@@ -1,0 +1,37 @@
+/* The memory control of speculation (Fraser & Chang 2003 §6), its mechanism: every interval
+ * it reads what the kernel counts for the program's memory (refaults, limit hits, pressure) and
+ * what the statistics slot counts for speculation (prefetches served, pages brought in), hands
+ * the interval's added and removed stalls to the cost-benefit arithmetic of
+ * policy/memory_control.h, and stops speculation when that says so: the copy ends and its
+ * memory is given back, no copy is made, until the control allows it again.
+ *
+ * Both the program (at its stalls) and its copy (before each prefetch, and on a timer, so a
+ * parked copy too) ask; whichever reaches an interval's end first ends it, with the state in
+ * the control region they share. */
+#ifndef SPECX_COPY_MEMORY_WATCH_H
+#define SPECX_COPY_MEMORY_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Length of an interval. The longest the control takes to see harm; reading the counters
+ * costs tens of microseconds per interval. */
+#define SPECX_MEMORY_INTERVAL_NS (500ull * 1000000ull)
+
+/* Whether speculation may run now, ending the current interval first if it is over. True
+ * without a control region or with the control off (--no-memory-control). */
+bool specx_memory_watch(void);
+
+/* Program side, at each checked read (cheap: one comparison): whether an interval is due to
+ * end, so that the program ends it and stops its copy without waiting for a stall (a copy at
+ * idle priority on a busy machine may not run its own timer for a long time). */
+bool specx_memory_watch_due(uint64_t now_ns);
+
+/* The copy, before it is sealed: a timer that asks specx_memory_watch four times an interval
+ * and ends the copy, its memory given back, when speculation is stopped. */
+void specx_memory_watch_arm(void);
+
+/* The copy's memory was given back: records how long after harm was first seen. */
+void specx_memory_given_back(void);
+
+#endif

@@ -1,0 +1,61 @@
+/* The reactive cost-benefit control (src/runtime/policy/memory_control.c, Fraser & Chang 2003
+ * §6.1): when speculation's memory overhead stops it and when it may run again. */
+#include "check.h"
+#include "policy/memory_control.h"
+
+static void test_speculation_that_pays_stays_enabled(void)
+{
+    struct specx_memctl m;
+    specx_memctl_init(&m);
+    for (int i = 0; i < 100; i++)
+        CHECK(specx_memctl_end_interval(&m, 3, 10) == SPECX_MEMCTL_SAME);
+    CHECK(!m.disabled && m.crossings == 0 && m.added == 300 && m.removed == 1000);
+    CHECK(specx_memctl_overhead(&m) < 0);
+}
+
+static void test_a_harmful_interval_disables_and_time_reenables(void)
+{
+    struct specx_memctl m;
+    specx_memctl_init(&m);
+    CHECK(specx_memctl_end_interval(&m, 1, 0) == SPECX_MEMCTL_SAME);  /* 0.5: negligible */
+    CHECK(specx_memctl_end_interval(&m, 20, 0) == SPECX_MEMCTL_DISABLE); /* 10.25 */
+    CHECK(m.disabled && m.crossings == 1);
+    /* Disabled: nothing added, the overhead of 10.25 spreads over the intervals since. */
+    unsigned off = 0;
+    while (specx_memctl_end_interval(&m, 0, 0) == SPECX_MEMCTL_SAME)
+        off++;
+    CHECK(off + 1 == 11); /* enabled again at the eleventh interval: 10.25 / 11 <= 1 */
+    CHECK(!m.disabled && m.reenabled == 1 && specx_memctl_overhead(&m) == 0);
+}
+
+static void test_more_harm_keeps_it_off_longer(void)
+{
+    struct specx_memctl a, b;
+    specx_memctl_init(&a);
+    specx_memctl_init(&b);
+    specx_memctl_end_interval(&a, 10, 0);
+    specx_memctl_end_interval(&b, 100, 0);
+    unsigned off_a = 0, off_b = 0;
+    while (specx_memctl_end_interval(&a, 0, 0) == SPECX_MEMCTL_SAME)
+        off_a++;
+    while (specx_memctl_end_interval(&b, 0, 0) == SPECX_MEMCTL_SAME)
+        off_b++;
+    CHECK(off_a < off_b);
+}
+
+static void test_added_stalls_need_pressure_and_speculative_pages(void)
+{
+    CHECK(specx_memctl_added(500, false, 1000) == 0); /* memory not full: nothing pushed out */
+    CHECK(specx_memctl_added(500, true, 1000) == 500);
+    CHECK(specx_memctl_added(500, true, 40) == 40);   /* at most one page per speculative page */
+    CHECK(specx_memctl_added(500, true, 0) == 0);
+}
+
+int main(void)
+{
+    test_speculation_that_pays_stays_enabled();
+    test_a_harmful_interval_disables_and_time_reenables();
+    test_more_harm_keeps_it_off_longer();
+    test_added_stalls_need_pressure_and_speculative_pages();
+    return check_status();
+}
