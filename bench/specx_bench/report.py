@@ -91,6 +91,46 @@ def _fault_prefetches(total):
     return f"{int(issued):,} ({total('fault_used') / issued:.0%})" if issued else "0"
 
 
+MEMORY_MODES = ("nospec", "specx", "specx-nomemctl")
+
+
+def memory_control_table(workloads):
+    """The paper's Table 5 for the workloads run in a memory cgroup: per memory size and mode,
+    the memory control's threshold crossings (speculation stopped) and re-enablings, the
+    stalls it counted as added and removed, syncs, stall time, the copies' peak private
+    memory, major faults and the elapsed time (medians over runs)."""
+    rows = []
+    for w in workloads:
+        limit = (w.get("params") or {}).get("memory_limit_mb")
+        if not limit:
+            continue
+        for mode in MEMORY_MODES:
+            runs = bars.spec_runs(w, mode)
+            if not runs:
+                continue
+            total = lambda key: bars._median_total(runs, key) or 0  # noqa: E731
+            spec = mode != "nospec"
+            control = spec and runs[0]["report"].get("memory_control", True)
+            rows.append([
+                w["name"], f"{limit} MiB", "on" if spec else "off",
+                ("Y" if control else "N") if spec else "–",
+                f"{int(total('memctl_disabled'))} / {int(total('memctl_reenabled'))}"
+                if control else "–",
+                f"{int(total('memctl_added')):,} / {int(total('memctl_removed')):,}"
+                if control else "–",
+                f"{int(total('sync_attempts')):,}" if spec else "–",
+                f"{bars.statistics.median([r['stall_s'] for r in runs]):.2f} s",
+                f"{total('copy_peak_kb') / 1024:.1f} MiB" if spec else "–",
+                f"{int(total('majflt')):,}",
+                f"{bars.statistics.median([r['elapsed_s'] for r in runs]):.2f} s",
+            ])
+    if not any(row[3] == "Y" for row in rows):
+        return None
+    return _table(["Workload", "Memory", "Spec", "M", "Stopped / allowed again",
+                   "Added / removed stalls (pages)", "Syncs", "Stall time",
+                   "Copies' peak memory", "Major faults", "Elapsed"], rows)
+
+
 REFORK_MODES = ("nospec", "specx", "specx-basic", "specx-fast")
 
 
@@ -196,6 +236,16 @@ def markdown(results):
                     "program stops waiting for that once its own read is in (preemptible). "
                     "Minor faults include the copy-on-write faults a plain fork adds to the "
                     "program; `nospec` is the paper's \"No Specx\" column.", ""]
+        memory = memory_control_table(results["workloads"])
+        if memory:
+            out += ["## Memory control (cf. the paper's Table 5)", "", memory, "",
+                    "Medians over runs, for workloads run in a memory cgroup. M: the memory "
+                    "control of §6.1 (`specx-nomemctl` runs without it). Stopped: times its "
+                    "overhead estimate crossed the threshold (the paper's threshold crossings); "
+                    "added stalls are refaults while memory was full, at most one per page "
+                    "speculation brought in, removed stalls the pages of the program's reads "
+                    "its prefetches served (docs/DESIGN.md §6.4). Copies' peak memory is the "
+                    "largest private memory of a copy (smaps_rollup).", ""]
         checked = bars_table(results["workloads"])
         if checked:
             out += ["## Bars (issues 3 and 4)", "", checked, ""]

@@ -173,17 +173,16 @@ static void on_watch_tick(int sig)
 {
     (void)sig;
     note_copy_memory();
-    if (specx_memory_watch())
+    if (!specx.memory_control || specx_memory_watch())
         return;
     specx_memory_given_back();
     specx_copy_end_itself();
 }
 
 /* The copy looks four times per interval: an interval ends within a quarter of one of its
- * due time even when the copy's timer started out of step with it. */
+ * due time even when the copy's timer started out of step with it. Without the control it
+ * still notes its memory, for the report. */
 void specx_memory_watch_arm(void)
 {
-    if (specx.memory_control)
-        specx_copy_every(CLOCK_MONOTONIC, WATCH_SIGNAL, on_watch_tick,
-                         SPECX_MEMORY_INTERVAL_NS / 4);
+    specx_copy_every(CLOCK_MONOTONIC, WATCH_SIGNAL, on_watch_tick, SPECX_MEMORY_INTERVAL_NS / 4);
 }

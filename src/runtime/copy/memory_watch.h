@@ -27,8 +27,9 @@ bool specx_memory_watch(void);
  * idle priority on a busy machine may not run its own timer for a long time). */
 bool specx_memory_watch_due(uint64_t now_ns);
 
-/* The copy, before it is sealed: a timer that asks specx_memory_watch four times an interval
- * and ends the copy, its memory given back, when speculation is stopped. */
+/* The copy, before it is sealed: a timer that notes the copy's private memory four times an
+ * interval and, with the control on, asks specx_memory_watch and ends the copy, its memory
+ * given back, when speculation is stopped. */
 void specx_memory_watch_arm(void);
 
 /* The copy's memory was given back: records how long after harm was first seen. */
