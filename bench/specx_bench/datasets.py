@@ -39,10 +39,14 @@ def data_name(workload):
     return workload.dataset or workload.name
 
 
+# Parameters of how a data set is run, not of what it holds: workloads that differ only in
+# them (the sphinx sweep, the -contended variants) share one data set.
+RUN_ONLY = ("memory_limit_mb", "contender_mb", "contender_period_ms")
+
+
 def stamp(workload, params):
-    """What made a data set. The memory limit a run gets is no part of it: workloads that
-    differ only in it (the sphinx sweep) share one data set."""
-    shaping = {k: v for k, v in params.items() if k != "memory_limit_mb"}
+    """What made a data set."""
+    shaping = {k: v for k, v in params.items() if k not in RUN_ONLY}
     return {"workload": data_name(workload), "version": workload.version, "params": shaping,
             "inputs": workload.generator_inputs()}
 

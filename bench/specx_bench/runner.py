@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from . import datasets, memcg, modes, readcalls, resident, slowfs
+from . import components, datasets, memcg, modes, readcalls, resident, slowfs
 
 
 @dataclasses.dataclass
@@ -85,6 +85,25 @@ def memory_limit(params, tag):
         yield group
 
 
+@contextlib.contextmanager
+def contender(params, group):
+    """The second, independent memory-hungry process of a -contended workload (its scale's
+    contender_mb and contender_period_ms), in GROUP beside the timed program, or nothing."""
+    mib = params.get("contender_mb")
+    if not mib or group is None:
+        yield
+        return
+    proc = subprocess.Popen([components.require("hog", "the contended workloads"), str(mib),
+                             str(params.get("contender_period_ms", 1000))],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            preexec_fn=group.add)
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     """One timed run of WORKLOAD in MODE; returns its record."""
     tag = f"{workload.name}-{mode.name}-{index + 1}"
@@ -103,7 +122,7 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
         if not workload.server:
             cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
         before = slowfs.stats(mountpoint)
-        with memory_limit(params, tag) as group:
+        with memory_limit(params, tag) as group, contender(params, group):
             status, elapsed, usage = run_command(cmd, log, group)
             memory = {"limit_bytes": group.limit(), "peak_bytes": group.peak_bytes(),
                       "limit_hits": group.limit_hits(), "oom_kills": group.oom_kills()} \

@@ -3,13 +3,13 @@ from .chase import Chase
 from .everyday import CcHeaders, PyImport, Sqlite3Scan, Sqlite3Shell
 from .grep import Grep
 from .ld import Ld
-from .matvec import Matvec
+from .matvec import Matvec, MatvecContended
 from .postgres import Postgres
 from .refork import Refork
 from .sphinx import Sphinx
 from .sqlite import Sqlite
 from .stencil import Stencil
-from .swap import Swap
+from .swap import Swap, SwapContended
 from .tree_tools import GitGrep, PyLoader, Restic, Rg, RgOneThread, StaticReader
 from .xds import Xds
 
@@ -17,4 +17,5 @@ WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chas
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
                                      Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
                                      Sqlite3Scan(), PyImport(), CcHeaders(), Sphinx(),
-                                     *(Sphinx(p) for p in (50, 75, 150, 200)))}
+                                     *(Sphinx(p) for p in (50, 75, 150, 200)), SwapContended(),
+                                     MatvecContended())}
