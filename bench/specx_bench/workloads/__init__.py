@@ -3,13 +3,14 @@ from .chase import Chase
 from .everyday import CcHeaders, PyImport, Sqlite3Scan, Sqlite3Shell
 from .grep import Grep
 from .ld import Ld
-from .matvec import Matvec, MatvecContended
+from .contended import MatvecContended, SwapContended
+from .matvec import Matvec
 from .postgres import Postgres
 from .refork import Refork
 from .sphinx import Sphinx
 from .sqlite import Sqlite
 from .stencil import Stencil
-from .swap import Swap, SwapContended
+from .swap import Swap
 from .tree_tools import GitGrep, PyLoader, Restic, Rg, RgOneThread, StaticReader
 from .xds import Xds
 

@@ -41,13 +41,3 @@ class Matvec(Workload):
                         "--iterations", str(params["iterations"]),
                         os.path.join(root, "matrix.bin")])
 
-
-class MatvecContended(Matvec):
-    """matvec with a second, independent memory-hungry process in its group (bench/programs/hog.c:
-    a quarter of the limit, held and let go every second): the paper's varying memory
-    contention from concurrent processes (§6)."""
-    name = "matvec-contended"
-    dataset = "matvec"
-    description = Matvec.description + ", beside a process taking a quarter of its memory"
-    scales = {scale: dict(p, contender_mb=p["memory_limit_mb"] // 4, contender_period_ms=1000)
-              for scale, p in Matvec.scales.items()}

@@ -64,13 +64,3 @@ class Swap(Workload):
         return Command([components.require("stencil", "the swap workload"), "--anonymous",
                         "--cycles", str(params["cycles"]), os.path.join(root, GRID)])
 
-
-class SwapContended(Swap):
-    """swap with a second, independent memory-hungry process in its group (bench/programs/hog.c:
-    a quarter of the limit, held and let go every second): the paper's varying memory
-    contention from concurrent processes (§6)."""
-    name = "swap-contended"
-    dataset = "swap"
-    description = Swap.description + ", beside a process taking a quarter of its memory"
-    scales = {scale: dict(p, contender_mb=p["memory_limit_mb"] // 4, contender_period_ms=1000)
-              for scale, p in Swap.scales.items()}
