@@ -28,6 +28,18 @@ def _median_total(runs, key):
     return statistics.median(values) if values else None
 
 
+# What elapsed times are compared with: the first of these modes the results have (the
+# paper's Fig. 2 uses the cold run; its Fig. 6, the run without speculation).
+BASELINES = ("cold", "nospec")
+
+
+def baseline(workloads):
+    for mode in BASELINES:
+        if any(r["mode"] == mode and r["median_s"] for w in workloads for r in w["summary"]):
+            return mode
+    return None
+
+
 def spec_runs(workload, mode="specx"):
     """The successful runs of MODE that carry a `specx run` report."""
     return [r for r in workload["runs"]

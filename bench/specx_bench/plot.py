@@ -2,6 +2,8 @@
 (like the paper's Fig. 2), seconds above each bar; and the device validation's bars."""
 import textwrap
 
+from . import bars
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -11,10 +13,11 @@ COLORS = {"cold": "#7f7f7f", "warm": "#2ca02c", "nospec": "#aec7e8", "specx": "#
 
 
 def elapsed_chart(workloads, path):
-    """Grouped bars; min–max of the runs as error bars. Workloads without a cold median are
-    left out (nothing to normalize to)."""
+    """Grouped bars; min–max of the runs as error bars. Workloads without a baseline median
+    are left out (nothing to normalize to)."""
+    base = bars.baseline(workloads)
     shown = [w for w in workloads
-             if any(r["mode"] == "cold" and r["median_s"] for r in w["summary"])]
+             if any(r["mode"] == base and r["median_s"] for r in w["summary"])]
     if not shown:
         return False
     modes = [r["mode"] for r in shown[0]["summary"]]
@@ -23,22 +26,22 @@ def elapsed_chart(workloads, path):
     for k, mode in enumerate(modes):
         for i, w in enumerate(shown):
             row = next((r for r in w["summary"] if r["mode"] == mode), None)
-            cold = next(r["median_s"] for r in w["summary"] if r["mode"] == "cold")
+            ref = next(r["median_s"] for r in w["summary"] if r["mode"] == base)
             if not row or row["median_s"] is None:
                 continue
             x = i + (k - (len(modes) - 1) / 2) * width
-            y = row["median_s"] / cold
-            err = [[y - row["min_s"] / cold], [row["max_s"] / cold - y]]
+            y = row["median_s"] / ref
+            err = [[y - row["min_s"] / ref], [row["max_s"] / ref - y]]
             ax.bar(x, y, width, color=COLORS.get(mode, f"C{k}"), yerr=err, capsize=2,
                    label=mode if i == 0 else None)
             ax.text(x, y + 0.03, f"{row['median_s']:.1f}s", ha="center", va="bottom",
                     fontsize=7, rotation=90 if len(modes) > 3 else 0)
     ax.set_xticks(range(len(shown)), [w["name"] for w in shown])
-    ax.set_ylabel("elapsed time / cold")
+    ax.set_ylabel(f"elapsed time / {base}")
     ax.set_ylim(0, max(1.5, ax.get_ylim()[1] * 1.15))
     ax.axhline(1.0, color="black", linewidth=0.5)
     ax.legend(fontsize=8, ncol=len(modes))
-    ax.set_title("specx bench: elapsed time normalized to cold", fontsize=10)
+    ax.set_title(f"specx bench: elapsed time normalized to {base}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -199,8 +199,8 @@ def bench_workload(workload, cfg, log_dir, result):
 
 
 def summarize(runs, mode_names):
-    """Per mode: runs, median/min/max elapsed, ratio of medians to `cold`, median stall time
-    and device requests (successful runs only)."""
+    """Per mode: runs, median/min/max elapsed, ratios of medians to `cold`, `warm` and
+    `nospec`, median stall time and device requests (successful runs only)."""
     rows = []
     for name in mode_names:
         ok = [r for r in runs if r["mode"] == name and r["ok"]]
@@ -217,7 +217,7 @@ def summarize(runs, mode_names):
             "stall_s": statistics.median(stalls) if stalls else None,
             "device_requests": int(statistics.median(requests)) if requests else None,
         })
-    for base in ("cold", "warm"):
+    for base in ("cold", "warm", "nospec"):
         median = next((r["median_s"] for r in rows if r["mode"] == base), None)
         for row in rows:
             row["vs_" + base] = (row["median_s"] / median
