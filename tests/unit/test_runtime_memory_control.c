@@ -17,14 +17,15 @@ static void test_a_harmful_interval_disables_and_time_reenables(void)
 {
     struct specx_memctl m;
     specx_memctl_init(&m);
-    CHECK(specx_memctl_end_interval(&m, 1, 0) == SPECX_MEMCTL_SAME);  /* 0.5: negligible */
-    CHECK(specx_memctl_end_interval(&m, 20, 0) == SPECX_MEMCTL_DISABLE); /* 10.25 */
+    /* In units of the threshold T (32 pages): 0.5 T is negligible, then 10.25 T is not. */
+    CHECK(specx_memctl_end_interval(&m, 32, 0) == SPECX_MEMCTL_SAME);
+    CHECK(specx_memctl_end_interval(&m, 640, 0) == SPECX_MEMCTL_DISABLE);
     CHECK(m.disabled && m.crossings == 1);
-    /* Disabled: nothing added, the overhead of 10.25 spreads over the intervals since. */
+    /* Disabled: nothing added, the overhead of 10.25 T spreads over the intervals since. */
     unsigned off = 0;
     while (specx_memctl_end_interval(&m, 0, 0) == SPECX_MEMCTL_SAME)
         off++;
-    CHECK(off + 1 == 11); /* enabled again at the eleventh interval: 10.25 / 11 <= 1 */
+    CHECK(off + 1 == 11); /* enabled again at the eleventh interval: 10.25 T / 11 <= T */
     CHECK(!m.disabled && m.reenabled == 1 && specx_memctl_overhead(&m) == 0);
 }
 
@@ -33,8 +34,8 @@ static void test_more_harm_keeps_it_off_longer(void)
     struct specx_memctl a, b;
     specx_memctl_init(&a);
     specx_memctl_init(&b);
-    specx_memctl_end_interval(&a, 10, 0);
-    specx_memctl_end_interval(&b, 100, 0);
+    CHECK(specx_memctl_end_interval(&a, 320, 0) == SPECX_MEMCTL_DISABLE);
+    CHECK(specx_memctl_end_interval(&b, 3200, 0) == SPECX_MEMCTL_DISABLE);
     unsigned off_a = 0, off_b = 0;
     while (specx_memctl_end_interval(&a, 0, 0) == SPECX_MEMCTL_SAME)
         off_a++;

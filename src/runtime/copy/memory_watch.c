@@ -158,11 +158,18 @@ static uint64_t own_private_kb(void)
     return clean + dirty;
 }
 
+/* What this copy's private memory was when it first looked: what it was born with (page
+ * tables, its first copy-on-write pages) is no page speculation brought in. */
+static uint64_t born_with_kb;
+
 static void note_copy_memory(void)
 {
     uint64_t kb = own_private_kb();
+    if (!born_with_kb)
+        born_with_kb = kb ? kb : 1;
     if (specx.ctl)
-        __atomic_store_n(&specx.ctl->memory.copy_private_kb_now, kb, __ATOMIC_RELAXED);
+        __atomic_store_n(&specx.ctl->memory.copy_private_kb_now,
+                         kb > born_with_kb ? kb - born_with_kb : 0, __ATOMIC_RELAXED);
     uint64_t peak = __atomic_load_n(&specx.slot->copy_peak_kb, __ATOMIC_RELAXED);
     while (kb > peak && !__atomic_compare_exchange_n(&specx.slot->copy_peak_kb, &peak, kb, true,
                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))

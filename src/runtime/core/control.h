@@ -37,7 +37,8 @@ struct specx_memory_watch {
                                memory is given back */
     /* What the kernel and the statistics slot said when the interval began. */
     uint64_t refaults, limit_hits, pressure_us, removed, speculative_pages, copy_private_kb;
-    uint64_t copy_private_kb_now; /* the copy's private memory, as its timer last saw it */
+    uint64_t copy_private_kb_now; /* what the copy's private memory grew by since it began,
+                                     as its timer last saw it */
     struct specx_memctl policy;
     bool have_group;     /* the program's memory cgroup was found */
     bool limited;        /* ... and it has a limit */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "copy/copy.h"
+#include "copy/copy_timer.h"
 #include "core/runtime.h"
 #include "core/stats.h"
 #include "entry/real.h"
@@ -47,6 +48,10 @@ __attribute__((constructor)) static void specx_init(void)
 
 __attribute__((destructor)) static void specx_fini(void)
 {
+    /* A copy that ran to the program's exit frees its large regions while the OOM killer can
+     * still choose it, as any copy ending of its own accord does (copy_timer.h). */
+    if (specx.role == SPECX_ROLE_SPEC)
+        specx_copy_end_itself();
     if (specx.role != SPECX_ROLE_NORMAL || getpid() != specx.pid)
         return;
     specx_copy_stop();

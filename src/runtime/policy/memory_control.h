@@ -20,10 +20,12 @@
 
 /* Weight of the newest interval (the paper's alpha). */
 #define SPECX_MEMCTL_ALPHA 0.5
-/* Net added stalls per interval that count as a non-negligible overhead. One stall on a slow
- * device costs what speculation saves in one good prefetch: the paper's "average stall time"
- * assumption (§6.2). */
-#define SPECX_MEMCTL_THRESHOLD 1.0
+/* Net added stalls per interval, in pages, that count as a non-negligible overhead: one
+ * 128 KiB chunk, what the kernel reads ahead at a miss and a copy prefetches at once. Stalls
+ * are weighed as equal, the paper's "average stall time" assumption (§6.2); the added ones are
+ * an upper bound (specx_memctl_added), which a smaller threshold would turn into stops of
+ * speculation that did no harm. */
+#define SPECX_MEMCTL_THRESHOLD 32.0
 
 struct specx_memctl {
     double cost, benefit;
