@@ -75,7 +75,10 @@ def env():
     (template / "log.txt").write_text("log start\n")
     (template / "input.txt").write_text(STDIN)
     try:
-        with slowfs_mount(backing, top / "mnt", "--latency-ms", "4", "--disks", "1") as mnt:
+        # A copy is made at a stall only if the program's own read is still on its way once
+        # the clone is ready (a preemptible refork, §5.1): 20 ms, so that a busy machine that
+        # holds the program back a few milliseconds still leaves every run a copy to test.
+        with slowfs_mount(backing, top / "mnt", "--latency-ms", "20", "--disks", "1") as mnt:
             yield {"top": top, "mnt": mnt, "template": template}
     finally:
         shutil.rmtree(top)

@@ -117,7 +117,7 @@ static void kill_copy(void)
     specx.copy = 0;
     if (pid <= 0 || reaped(pid, copy_start, false))
         return;
-    bool stopped_for_memory = !specx_memory_watch();
+    bool stopped_for_memory = specx_memory_stopped();
     specx_copy_kill(pid, copy_start, memory_bounded() || stopped_for_memory);
     if (stopped_for_memory)
         specx_memory_given_back();
@@ -351,10 +351,11 @@ static bool may_create_copy(void)
     return true;
 }
 
-/* The memory control stopped speculation (copy/memory_watch.h): no copy, and none left. */
-bool specx_copy_stopped_for_memory(void)
+/* STOPPED: the memory control stopped speculation (copy/memory_watch.h). Then no copy, and
+ * none left. */
+static bool stop_for_memory(bool stopped)
 {
-    if (specx_memory_watch())
+    if (!stopped)
         return false;
     reap_dying(false);
     if (specx.copy > 0)
@@ -362,9 +363,14 @@ bool specx_copy_stopped_for_memory(void)
     return true;
 }
 
+bool specx_copy_watch_memory(void)
+{
+    return stop_for_memory(!specx_memory_watch());
+}
+
 bool specx_copy_on_stall(const struct specx_stall *stall)
 {
-    if (!may_create_copy() || specx_copy_stopped_for_memory())
+    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
         return false;
     struct stat st;
     if (fstat(stall->fd, &st) < 0)
@@ -436,7 +442,7 @@ bool specx_copy_on_stall(const struct specx_stall *stall)
  * would run on zeros where the data decides its path, and end. */
 bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
 {
-    if (!may_create_copy() || specx_copy_stopped_for_memory())
+    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
         return false;
     reap_dying(false);
     if (copy_still_running() || specx_backoff_retired())

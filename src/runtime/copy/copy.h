@@ -25,9 +25,9 @@ bool specx_copy_on_stall(const struct specx_stall *stall);
  * Returns true in the new speculative process. */
 bool specx_copy_on_mapping(void *addr, int fd, uint64_t len);
 
-/* Whether the memory control has stopped speculation (copy/memory_watch.h), ending the
- * current interval if it is over; if so, the copy is killed and its memory given back. */
-bool specx_copy_stopped_for_memory(void);
+/* Ends the memory control's interval if it is over (copy/memory_watch.h); returns whether the
+ * control has stopped speculation, and then kills the copy, its memory given back. */
+bool specx_copy_watch_memory(void);
 
 /* Kills and reaps the speculative process, if any (exit, exec, threads). */
 void specx_copy_stop(void);

@@ -126,6 +126,12 @@ bool specx_memory_watch(void)
     return !__atomic_load_n(&w->disabled, __ATOMIC_ACQUIRE);
 }
 
+bool specx_memory_stopped(void)
+{
+    return specx.ctl && specx.memory_control &&
+           __atomic_load_n(&specx.ctl->memory.disabled, __ATOMIC_ACQUIRE);
+}
+
 bool specx_memory_watch_due(uint64_t now_ns)
 {
     return specx.ctl && specx.memory_control &&

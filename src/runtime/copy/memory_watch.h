@@ -22,9 +22,14 @@
  * without a control region or with the control off (--no-memory-control). */
 bool specx_memory_watch(void);
 
-/* Program side, at each checked read (cheap: one comparison): whether an interval is due to
- * end, so that the program ends it and stops its copy without waiting for a stall (a copy at
- * idle priority on a busy machine may not run its own timer for a long time). */
+/* Whether the control has stopped speculation, as last decided (a flag: nothing is read). For
+ * the program's stalls, where a file read would delay the clone (and, the program's own read
+ * arriving meanwhile, cancel it). */
+bool specx_memory_stopped(void);
+
+/* Program side, after each checked read (cheap: one comparison): whether an interval is due
+ * to end, so that the program ends it and stops its copy without waiting for a stall (a copy
+ * at idle priority on a busy machine may not run its own timer for a long time). */
 bool specx_memory_watch_due(uint64_t now_ns);
 
 /* The copy, before it is sealed: a timer that notes the copy's private memory four times an

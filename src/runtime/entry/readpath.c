@@ -204,8 +204,6 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     SPECX_COUNT(reads, 1);
     count_hit_run(r->miss);
     r->t0 = specx_now_ns();
-    if (specx.copy > 0 && specx_memory_watch_due(r->t0))
-        specx_copy_stopped_for_memory();
     if (prefetches_issued() && (have_st || is_regular(fd, &st)))
         track_prefetches(r, &st);
     if (r->miss) {
@@ -243,7 +241,14 @@ enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const stru
 
 void specx_read_end(const struct specx_read *r)
 {
-    uint64_t waited = specx_now_ns() - r->t0;
+    uint64_t now = specx_now_ns(), waited = now - r->t0;
+    /* After the read, never before it: ending an interval reads a few kernel files (and must
+     * leave the read's errno as it was). */
+    if (specx.copy > 0 && specx_memory_watch_due(now)) {
+        int saved = errno;
+        specx_copy_watch_memory();
+        errno = saved;
+    }
     if (r->timed) {
         /* Not counted: a slow pipe or terminal read is no stall. Check from the next on. */
         if (waited > INFLIGHT_WAIT_NS)
