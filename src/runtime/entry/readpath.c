@@ -243,8 +243,9 @@ void specx_read_end(const struct specx_read *r)
 {
     uint64_t now = specx_now_ns(), waited = now - r->t0;
     /* After the read, never before it: ending an interval reads a few kernel files (and must
-     * leave the read's errno as it was). */
-    if (specx.copy > 0 && specx_memory_watch_due(now)) {
+     * leave the read's errno as it was). With or without a copy: a stop is lifted only at
+     * the end of an interval. */
+    if (specx_memory_watch_due(now)) {
         int saved = errno;
         specx_copy_watch_memory();
         errno = saved;
