@@ -116,6 +116,24 @@ bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults)
     return ok;
 }
 
+bool specx_memcg_machine_reclaim(uint64_t *scanned)
+{
+    static const char *const keys[] = { "pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged" };
+    char text[8192];
+    if (specx_kfile_read("/proc/vmstat", text, sizeof text) < 0)
+        return false;
+    bool ok = false;
+    *scanned = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        uint64_t n = 0;
+        if (specx_kfile_key_u64(text, keys[i], &n)) {
+            *scanned += n;
+            ok = true;
+        }
+    }
+    return ok;
+}
+
 bool specx_memcg_oom_kills(const struct specx_cgroup *cg, uint64_t *kills)
 {
     return specx_cgroup_key_u64(cg, is_v1(cg) ? "memory.oom_control" : "memory.events",

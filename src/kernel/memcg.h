@@ -46,6 +46,12 @@ bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *
  * CG and its descendants, or machine-wide (/proc/vmstat) if CG is NULL. False if unreadable. */
 bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults);
 
+/* Pages the machine's own reclaim has scanned since boot (/proc/vmstat pgscan_kswapd,
+ * pgscan_direct, pgscan_khugepaged). The kernel counts a memory cgroup's reclaim at its limit
+ * only in that group's memory.stat, never here: this grows only when the machine itself runs
+ * short, not when some other group is at its limit. False if unreadable. */
+bool specx_memcg_machine_reclaim(uint64_t *scanned);
+
 /* Memory events of CG: how often the OOM killer killed a task in it (v1 memory.oom_control
  * oom_kill, v2 memory.events oom_kill) and how often a charge hit the hard limit (v1
  * memory.failcnt, v2 memory.events max). False if unreadable. */

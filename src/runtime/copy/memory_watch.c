@@ -15,21 +15,28 @@
 /* The signal of the copy's wall-clock timer (copy_timer.h); the idle limit uses SIGRTMAX - 1. */
 #define WATCH_SIGNAL (SIGRTMAX - 2)
 
-/* Memory stalls of the program's group (v2) or the machine, in microseconds since boot: the
- * pressure a limit-less program feels. 0 if the kernel has no PSI. */
-static uint64_t pressure_us(const struct specx_memory_watch *w)
+/* A count that grows while memory is short for a program without a limit of its own: its
+ * group's memory stalls (v2 PSI, microseconds) or, where groups have no PSI (v1), the pages the
+ * machine's own reclaim scanned. Not the machine's PSI: it also counts tasks stalled at some
+ * other group's limit (a tight container beside the program), which is no shortage of the
+ * program's memory. 0 if unreadable. */
+static uint64_t shortage(const struct specx_memory_watch *w)
 {
     char path[PATH_MAX + 32];
     struct specx_psi psi;
-    if (!specx_psi_path(w->have_group ? &w->group : NULL, "memory", path, sizeof path) ||
-        !specx_psi_read(path, &psi))
-        return 0;
-    return psi.some.total_us;
+    uint64_t scanned = 0;
+    if (w->have_group && w->group.version == SPECX_CG_V2)
+        return specx_psi_path(&w->group, "memory", path, sizeof path) &&
+                       specx_psi_read(path, &psi)
+                   ? psi.some.total_us
+                   : 0;
+    specx_memcg_machine_reclaim(&scanned);
+    return scanned;
 }
 
 /* The figures an interval is judged by, read now. */
 struct reading {
-    uint64_t refaults, limit_hits, pressure_us, removed, speculative_pages, copy_private_kb;
+    uint64_t refaults, limit_hits, shortage, removed, speculative_pages, copy_private_kb;
 };
 
 static struct reading read_now(const struct specx_memory_watch *w)
@@ -39,7 +46,7 @@ static struct reading read_now(const struct specx_memory_watch *w)
     specx_memcg_refaults(w->have_group ? &w->group : NULL, &r.refaults);
     if (w->limited)
         specx_memcg_limit_hits(&w->group, &r.limit_hits);
-    r.pressure_us = pressure_us(w);
+    r.shortage = shortage(w);
     r.removed = __atomic_load_n(&s->spec_used_pages, __ATOMIC_RELAXED);
     r.speculative_pages =
         (__atomic_load_n(&s->spec_bytes, __ATOMIC_RELAXED) +
@@ -54,7 +61,7 @@ static void begin_interval(struct specx_memory_watch *w, struct reading r, uint6
 {
     w->refaults = r.refaults;
     w->limit_hits = r.limit_hits;
-    w->pressure_us = r.pressure_us;
+    w->shortage = r.shortage;
     w->removed = r.removed;
     w->speculative_pages = r.speculative_pages;
     w->copy_private_kb = r.copy_private_kb;
@@ -72,10 +79,10 @@ static void start_watching(struct specx_memory_watch *w, uint64_t now)
 }
 
 /* Memory was full during the interval: the program's group hit its limit, or (without a
- * limit) some task of the group or the machine stalled on memory. */
+ * limit) memory ran short for its group or the machine (shortage). */
 static bool was_full(const struct specx_memory_watch *w, struct reading r)
 {
-    return w->limited ? r.limit_hits != w->limit_hits : r.pressure_us != w->pressure_us;
+    return w->limited ? r.limit_hits != w->limit_hits : r.shortage != w->shortage;
 }
 
 static void end_interval(struct specx_memory_watch *w, uint64_t now)

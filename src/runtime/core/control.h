@@ -36,7 +36,7 @@ struct specx_memory_watch {
     uint64_t harm_since_ns; /* start of the interval that stopped speculation, until the copy's
                                memory is given back */
     /* What the kernel and the statistics slot said when the interval began. */
-    uint64_t refaults, limit_hits, pressure_us, removed, speculative_pages, copy_private_kb;
+    uint64_t refaults, limit_hits, shortage, removed, speculative_pages, copy_private_kb;
     uint64_t copy_private_kb_now; /* what the copy's private memory grew by since it began,
                                      as its timer last saw it */
     struct specx_memctl policy;
