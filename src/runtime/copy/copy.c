@@ -368,14 +368,17 @@ bool specx_copy_watch_memory(void)
     return stop_for_memory(!specx_memory_watch());
 }
 
-bool specx_copy_on_stall(const struct specx_stall *stall)
+/* Creates or synchronizes the copy where the program reads STALL. ARRIVED: its data is in
+ * memory already (the program has just waited for the kernel's readahead, specx_copy_after_wait),
+ * so there is no read of its own to start and nothing to hide the clone behind. */
+static bool copy_at(const struct specx_stall *stall, bool arrived)
 {
     if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
         return false;
     struct stat st;
     if (fstat(stall->fd, &st) < 0)
         st = (struct stat){ 0 };
-    if (stall->off == 0)
+    if (stall->off == 0 && !arrived)
         start_own_read(stall, &st);
     reap_dying(false);
     bool had_child = specx.copy > 0;
@@ -388,6 +391,11 @@ bool specx_copy_on_stall(const struct specx_stall *stall)
                                               stall->off, stall->len);
         if (sync && on_track && copy_dry && !dry_copy_earned_trust())
             return false; /* on probation and on track: let it go on predicting */
+        /* A wait for readahead is no sign of divergence: a running copy skips the window in
+         * flight (copy_read.c) and predicts beyond it; a copy made at the last wait may not
+         * have reached that far yet. Only a miss judges it (or a dry one's promotion). */
+        if (sync && arrived && !(copy_dry && dry_copy_earned_trust()))
+            return false;
         judge_copy(on_track);
     }
     if (specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
@@ -395,7 +403,7 @@ bool specx_copy_on_stall(const struct specx_stall *stall)
             kill_copy(); /* diverged, none of its predictions read: not worth a new copy */
         return false;
     }
-    if (stall->off != 0)
+    if (stall->off != 0 && !arrived)
         start_own_read(stall, &st);
     copy_dev = (uint64_t)st.st_dev;
     copy_ino = (uint64_t)st.st_ino;
@@ -407,7 +415,7 @@ bool specx_copy_on_stall(const struct specx_stall *stall)
     }
     /* Preemptible refork (§5.1): with its data in already, the program would only wait for
      * the clone; it goes on, and the next stall reforks. */
-    if (own_read_arrived(stall)) {
+    if (!arrived && own_read_arrived(stall)) {
         SPECX_COUNT(refork_ns, specx_now_ns() - t0);
         return false;
     }
@@ -422,16 +430,26 @@ bool specx_copy_on_stall(const struct specx_stall *stall)
     SPECX_COUNT(refork_completed, started && !copy_entering());
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
-        specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu, ready in %llu us",
+        specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu%s, ready in %llu us",
                   specx.pid, copy_dry ? "dry" : "live", specx.copy,
                   sync ? "synchronized" : "created", stall->fd,
-                  (unsigned long long)stall->off,
+                  (unsigned long long)stall->off, arrived ? " after a readahead wait" : "",
                   (unsigned long long)(specx_now_ns() - t_clone) / 1000);
     if (sync) {
         SPECX_COUNT(sync_completed, started);
         SPECX_COUNT(sync_ns, specx_now_ns() - t0);
     }
     return false;
+}
+
+bool specx_copy_on_stall(const struct specx_stall *stall)
+{
+    return copy_at(stall, false);
+}
+
+bool specx_copy_after_wait(const struct specx_stall *stall)
+{
+    return copy_at(stall, true);
 }
 
 /* The program has no hook at a page fault (§4.1.2 handles faults in the kernel): a new large

@@ -20,6 +20,13 @@ struct specx_stall {
  * process, which must treat the stalled read as a prefetch already issued. */
 bool specx_copy_on_stall(const struct specx_stall *stall);
 
+/* Called at a read of data in memory that follows a wait for the kernel's readahead on the
+ * same descriptor: a sequential reader the kernel keeps only a window or two ahead of, whose
+ * next waits a copy can turn into prefetches of its own (docs/DESIGN.md §6.2). Creates or
+ * synchronizes the speculative process as at a stall, but the program goes on at once (its
+ * data is here). Returns true in the new speculative process, which performs the read. */
+bool specx_copy_after_wait(const struct specx_stall *stall);
+
 /* Called after the program mapped regular file fd at [addr, addr+len), a large data mapping
  * not all in memory (entry/mmap.c): creates a speculative process unless one is running.
  * Returns true in the new speculative process. */

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/runtime.h"
+
 /* Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
  * fields are counted from the last ')'. Raw syscalls: the runtime's own read wrappers must
  * not see this read. */
@@ -49,6 +51,19 @@ static int open_copy(pid_t pid, uint64_t start)
     return pfd;
 }
 
+/* For --verbose: how a copy ended tells why it predicted what it did (a copy that dies of
+ * the garbage it read in place of data not in memory exits early, or is killed by its
+ * sandbox's filter). */
+static void log_end(const siginfo_t *info)
+{
+    if (info->si_code == CLD_EXITED)
+        specx_log("pid %d: speculative process %d ended: exit status %d", specx.pid,
+                  (int)info->si_pid, info->si_status);
+    else
+        specx_log("pid %d: speculative process %d ended: %s", specx.pid, (int)info->si_pid,
+                  strsignal(info->si_status));
+}
+
 bool specx_copy_reap(pid_t pid, uint64_t start, bool wait)
 {
     int pfd = open_copy(pid, start);
@@ -61,6 +76,8 @@ bool specx_copy_reap(pid_t pid, uint64_t start, bool wait)
         ret = waitid(P_PIDFD, (id_t)pfd, &info, WEXITED | __WALL | (wait ? 0 : WNOHANG));
     } while (ret < 0 && errno == EINTR);
     close(pfd);
+    if (ret == 0 && info.si_pid != 0)
+        log_end(&info);
     return ret < 0 || info.si_pid != 0; /* ECHILD: reaped by the program meanwhile */
 }
 

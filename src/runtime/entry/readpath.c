@@ -43,6 +43,9 @@ static struct fd_advice advice[ADVISED_FDS];
 static __thread bool busy;
 /* Cached reads in a row, process-wide (threads race on it harmlessly: it is a heuristic). */
 static unsigned hits_in_a_row;
+/* The descriptor whose last read waited for pages in flight (-1: none): its next read is
+ * where a copy can start with the data the program has just received (after_wait). */
+static int waited_fd = -1;
 
 static uint64_t iov_total(const struct iovec *iov, int iovcnt)
 {
@@ -171,6 +174,18 @@ static enum specx_read_action check_spec_read(struct specx_read *r, int fd)
     return SPECX_READ_EMULATE;
 }
 
+/* Whether this read of data in memory follows a wait for the kernel's readahead on the same
+ * descriptor (§6.2 of docs/DESIGN.md): a sequential reader waits there once per readahead
+ * window, which keeps one or two requests in flight; no read of it misses, so without this no
+ * copy would run ahead of it. Once per wait. */
+static bool after_wait(int fd)
+{
+    if (fd != waited_fd)
+        return false;
+    waited_fd = -1;
+    return true;
+}
+
 /* Whether the read misses is settled by one cachestat over the requested range: when every
  * page is there (the common case, and all of the warm-cache overhead) nothing else is asked.
  * Only a range that looks incomplete needs the fstat that tells a regular file (cachestat
@@ -206,12 +221,14 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     r->t0 = specx_now_ns();
     if (prefetches_issued() && (have_st || is_regular(fd, &st)))
         track_prefetches(r, &st);
+    const struct specx_stall stall = { fd, r->off, r->len };
     if (r->miss) {
-        const struct specx_stall stall = { fd, r->off, r->len };
         if (specx_copy_on_stall(&stall)) {
             r->skip = true;
             return SPECX_READ_EMULATE;
         }
+    } else if (after_wait(fd) && specx_copy_after_wait(&stall)) {
+        return SPECX_READ_EMULATE; /* the copy reads it: the data is in memory */
     }
     return SPECX_READ_ACCOUNT;
 }
@@ -260,6 +277,7 @@ void specx_read_end(const struct specx_read *r)
         SPECX_COUNT(stalls, 1);
         SPECX_COUNT(stall_ns, waited);
     } else if (waited > INFLIGHT_WAIT_NS) {
+        waited_fd = r->fd;
         SPECX_COUNT(inflight_waits, 1);
         SPECX_COUNT(inflight_wait_ns, waited);
     } else if (r->used) {
