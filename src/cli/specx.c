@@ -20,6 +20,7 @@ static const struct command {
 } commands[] = {
     { "run",    "run a program with speculative pre-execution for I/O prefetching",
       specx_run_main },
+    { "share",  "run memory-hungry jobs in turns, prefetching the next one's memory", NULL },
     { "slowfs", "mount an emulated slow storage device (FUSE)", NULL },
     { "bench",  "run the paper's experiments on real programs over slowfs", NULL },
     { NULL, NULL, NULL },

@@ -1,0 +1,307 @@
+/* See job.h. */
+#include "job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "freezer.h"
+#include "memcg.h"
+#include "util.h"
+
+/* How long a job's groups may take to empty once its processes are killed. */
+#define EMPTY_TIMEOUT_MS 5000
+
+static int make_parent(const char *controller, struct specx_cgroup *out, char *err,
+                       size_t errsize)
+{
+    struct specx_cgroup parent;
+    char name[64];
+    if (specx_cgroup_parent_for(controller, &parent) < 0)
+        return specx_format_error(err, errsize, "no cgroup hierarchy with the %s controller: %s",
+                                  controller, strerror(errno));
+    snprintf(name, sizeof name, "specx-share-%d", (int)getpid());
+    if (specx_cgroup_make(&parent, name, controller, out) < 0)
+        return specx_format_error(err, errsize, "cannot make the cgroup %s/%s: %s", parent.dir,
+                                  name, strerror(errno));
+    return 0;
+}
+
+int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t errsize)
+{
+    *g = (struct share_groups){ 0 };
+    if (make_parent("memory", &g->mem, err, errsize) < 0)
+        return -1;
+    g->mem_made = true;
+    if (limit && specx_memcg_set_limit(&g->mem, limit) < 0) {
+        specx_format_error(err, errsize, "cannot set the memory limit of %s: %s", g->mem.dir,
+                           strerror(errno));
+        share_groups_remove(g);
+        return -1;
+    }
+    struct specx_cgroup frz_parent;
+    if (specx_cgroup_parent_for("freezer", &frz_parent) < 0 ||
+        frz_parent.version != g->mem.version || g->mem.version == SPECX_CG_V1) {
+        /* v1: the freezer has its own hierarchy (or none: then making it says why). */
+        if (make_parent("freezer", &g->frz, err, errsize) < 0) {
+            share_groups_remove(g);
+            return -1;
+        }
+        g->frz_separate = g->frz_made = true;
+    } else {
+        g->frz = g->mem;
+    }
+    return 0;
+}
+
+void share_groups_remove(struct share_groups *g)
+{
+    if (g->frz_made && specx_cgroup_remove(&g->frz, EMPTY_TIMEOUT_MS) < 0)
+        specx_warn("cannot remove the cgroup %s: %s", g->frz.dir, strerror(errno));
+    if (g->mem_made && specx_cgroup_remove(&g->mem, EMPTY_TIMEOUT_MS) < 0)
+        specx_warn("cannot remove the cgroup %s: %s", g->mem.dir, strerror(errno));
+    g->frz_made = g->mem_made = false;
+}
+
+static int make_job_groups(struct share_job *j, const struct share_groups *g, char *err,
+                           size_t errsize)
+{
+    char name[32];
+    snprintf(name, sizeof name, "job-%u", j->number);
+    if (specx_cgroup_make(&g->mem, name, "memory", &j->mem) < 0)
+        return specx_format_error(err, errsize, "cannot make the cgroup %s/%s: %s", g->mem.dir,
+                                  name, strerror(errno));
+    j->mem_made = true;
+    if (!g->frz_separate) {
+        j->frz = j->mem;
+        return 0;
+    }
+    if (specx_cgroup_make(&g->frz, name, NULL, &j->frz) < 0)
+        return specx_format_error(err, errsize, "cannot make the cgroup %s/%s: %s", g->frz.dir,
+                                  name, strerror(errno));
+    j->frz_made = true;
+    return 0;
+}
+
+/* The job's two output descriptors for the child: files in OUTPUT_DIR, or pipes whose read
+ * ends the job keeps in its streams. */
+static int open_outputs(struct share_job *j, const char *output_dir, int child_fds[2], char *err,
+                        size_t errsize)
+{
+    struct share_stream *streams[2] = { &j->out, &j->err };
+    static const char *const suffix[2] = { "out", "err" };
+    for (int i = 0; i < 2; i++) {
+        streams[i]->fd = -1;
+        streams[i]->to = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
+        if (output_dir) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%u.%s", output_dir, j->number, suffix[i]);
+            child_fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (child_fds[i] < 0)
+                return specx_format_error(err, errsize, "cannot write %s: %s", path,
+                                          strerror(errno));
+            continue;
+        }
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+            return specx_format_error(err, errsize, "pipe: %s", strerror(errno));
+        streams[i]->fd = p[0];
+        child_fds[i] = p[1];
+    }
+    return 0;
+}
+
+/* In the child: into the job's groups (a frozen group freezes it here, before exec), its
+ * output in place, signals as a fresh process has them, then the command. */
+static _Noreturn void exec_job(struct share_job *j, const int child_fds[2])
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Should specx share be killed outright, its jobs go with it (cleanup.c's sweep removes
+     * what is left). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (specx_cgroup_attach(&j->mem, 0) < 0 || (j->frz_made && specx_cgroup_attach(&j->frz, 0) < 0)) {
+        dprintf(STDERR_FILENO, "specx share: cannot join the job's cgroup: %s\n", strerror(errno));
+        _exit(127);
+    }
+    dup2(child_fds[0], STDOUT_FILENO);
+    dup2(child_fds[1], STDERR_FILENO);
+    execvp(j->argv[0], j->argv);
+    int code = errno == ENOENT ? 127 : 126;
+    dprintf(STDERR_FILENO, "specx share: cannot run '%s': %s\n", j->argv[0], strerror(errno));
+    _exit(code);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
+                    const char *output_dir, char *err, size_t errsize)
+{
+    int child_fds[2] = { -1, -1 };
+    j->pidfd = -1;
+    if (make_job_groups(j, g, err, errsize) < 0)
+        return -1;
+    if (!run && specx_freezer_set(&j->frz, true) < 0)
+        return specx_format_error(err, errsize, "cannot freeze %s: %s", j->frz.dir,
+                                  strerror(errno));
+    if (open_outputs(j, output_dir, child_fds, err, errsize) < 0)
+        return -1;
+    fflush(NULL);
+    j->pid = fork();
+    if (j->pid == 0)
+        exec_job(j, child_fds);
+    int fork_errno = errno;
+    close(child_fds[0]);
+    close(child_fds[1]);
+    if (j->pid < 0)
+        return specx_format_error(err, errsize, "fork: %s", strerror(fork_errno));
+    j->pidfd = (int)syscall(SYS_pidfd_open, j->pid, 0);
+    j->started_ns = now_ns();
+    j->turns = run;
+    return 0;
+}
+
+int share_job_freeze(const struct share_job *j, bool frozen, int timeout_ms)
+{
+    if (specx_freezer_set(&j->frz, frozen) < 0)
+        return -1;
+    return specx_freezer_wait(&j->frz, frozen, timeout_ms);
+}
+
+uint64_t share_job_major_faults(const struct share_job *j)
+{
+    uint64_t n = 0;
+    specx_memcg_stat(&j->mem, "pgmajfault", &n);
+    return n;
+}
+
+uint64_t share_job_peak_bytes(const struct share_job *j)
+{
+    return specx_memcg_peak(&j->mem);
+}
+
+/* SIGKILL to every process listed in the group. */
+static void kill_group(const struct specx_cgroup *cg)
+{
+    char text[65536];
+    long n = specx_cgroup_read(cg, "cgroup.procs", text, sizeof text - 1);
+    if (n <= 0)
+        return;
+    text[n] = '\0';
+    for (char *p = text, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0)
+            kill((pid_t)pid, SIGKILL);
+    }
+}
+
+void share_job_end(struct share_job *j)
+{
+    if (!j->mem_made)
+        return;
+    const struct timespec pause = { 0, 10 * 1000 * 1000 };
+    for (int waited = 0; waited < EMPTY_TIMEOUT_MS; waited += 10) {
+        kill_group(&j->mem);
+        /* v1's freezer holds a killed task until thawed; v2's lets SIGKILL through. */
+        specx_freezer_set(&j->frz, false);
+        if (!j->exited && j->pid > 0 && waitpid(j->pid, &j->status, WNOHANG) == j->pid)
+            j->exited = true;
+        if (specx_cgroup_is_empty(&j->mem) && (!j->frz_made || specx_cgroup_is_empty(&j->frz)))
+            break;
+        nanosleep(&pause, NULL);
+    }
+    j->major_faults = share_job_major_faults(j);
+    j->peak_bytes = share_job_peak_bytes(j);
+    if (j->frz_made && specx_cgroup_remove(&j->frz, EMPTY_TIMEOUT_MS) < 0)
+        specx_warn("cannot remove the cgroup %s: %s", j->frz.dir, strerror(errno));
+    if (specx_cgroup_remove(&j->mem, EMPTY_TIMEOUT_MS) < 0)
+        specx_warn("cannot remove the cgroup %s: %s", j->mem.dir, strerror(errno));
+    j->mem_made = j->frz_made = false;
+    if (j->pidfd >= 0)
+        close(j->pidfd);
+    j->pidfd = -1;
+}
+
+/* Writes all of BUF to FD (our stdout or stderr). */
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static void emit_line(const struct share_stream *s, unsigned number, const char *line,
+                      size_t len, bool add_newline)
+{
+    char prefix[16];
+    int plen = snprintf(prefix, sizeof prefix, "[%u] ", number);
+    /* One write per line where it fits: lines of different jobs never mix. */
+    char out[sizeof s->buf + 24];
+    memcpy(out, prefix, (size_t)plen);
+    memcpy(out + plen, line, len);
+    size_t total = (size_t)plen + len;
+    if (add_newline)
+        out[total++] = '\n';
+    write_all(s->to, out, total);
+}
+
+bool share_stream_relay(struct share_stream *s, unsigned number)
+{
+    if (s->fd < 0)
+        return false;
+    ssize_t n = read(s->fd, s->buf + s->len, sizeof s->buf - s->len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    bool eof = n <= 0;
+    if (n > 0)
+        s->len += (size_t)n;
+    size_t start = 0;
+    for (size_t i = 0; i < s->len; i++)
+        if (s->buf[i] == '\n') {
+            emit_line(s, number, s->buf + start, i + 1 - start, false);
+            start = i + 1;
+        }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+    /* A line longer than the buffer, or the end: out with what there is. */
+    if (s->len == sizeof s->buf || (eof && s->len > 0)) {
+        emit_line(s, number, s->buf, s->len, true);
+        s->len = 0;
+    }
+    if (eof) {
+        close(s->fd);
+        s->fd = -1;
+    }
+    return !eof;
+}
+
+int share_job_exit_code(const struct share_job *j)
+{
+    if (WIFEXITED(j->status))
+        return WEXITSTATUS(j->status);
+    if (WIFSIGNALED(j->status))
+        return 128 + WTERMSIG(j->status);
+    return 1;
+}

@@ -1,0 +1,77 @@
+/* One job of specx share: its process, its memory and freezer groups, its output. */
+#ifndef SHARE_JOB_H
+#define SHARE_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "options.h"
+
+/* The groups every job's groups are made in: one memory group holding --memory, and the
+ * freezer's (the same group where both controllers share one hierarchy, v2). */
+struct share_groups {
+    struct specx_cgroup mem, frz;
+    bool frz_separate; /* v1: the freezer is a hierarchy of its own */
+    bool mem_made, frz_made;
+};
+
+/* A line-buffered stream of a job's output relayed to ours with a "[N] " prefix. */
+struct share_stream {
+    int fd;       /* read end of the job's pipe, -1 once at EOF (or with --output) */
+    int to;       /* our descriptor it goes to */
+    char buf[8192];
+    size_t len;
+};
+
+struct share_job {
+    unsigned number;          /* from 1 */
+    char **argv;
+    pid_t pid;
+    int pidfd;
+    struct specx_cgroup mem, frz;
+    bool mem_made, frz_made;
+    struct share_stream out, err;
+    bool exited;
+    int status;               /* wait status once exited */
+    uint64_t started_ns, ended_ns;
+    unsigned turns;
+    unsigned level;           /* mlfq level */
+    uint64_t prefetched_bytes;
+    uint64_t major_faults, peak_bytes; /* of its memory group, read as it ends */
+    uint64_t majflt_at_turn;  /* its major faults when its current turn began */
+    uint64_t majflt_first_second; /* major faults in each turn's first second, summed */
+};
+
+/* Makes the run's parent groups (specx-share-PID) below our own: the memory group with LIMIT
+ * (0: none). -1 with a one-line reason in err. */
+int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t errsize);
+void share_groups_remove(struct share_groups *g);
+
+/* Starts job J: its groups, frozen first unless RUN, then the process, in its groups before it
+ * runs a single instruction of the command. Output goes to OUTPUT_DIR/N.out and .err, or
+ * through pipes to share_stream_relay. -1 with a one-line reason in err. */
+int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
+                    const char *output_dir, char *err, size_t errsize);
+
+/* Freezes (FROZEN true) or thaws the job's group, waiting up to TIMEOUT_MS for the freeze to
+ * complete (a task in an uninterruptible sleep freezes only once its wait ends). */
+int share_job_freeze(const struct share_job *j, bool frozen, int timeout_ms);
+
+/* The job's major page faults so far (its memory group's memory.stat). */
+uint64_t share_job_major_faults(const struct share_job *j);
+uint64_t share_job_peak_bytes(const struct share_job *j);
+
+/* Kills every process in the job's groups (thawing them so they can die), waits for the
+ * groups to empty, notes the group's figures, and removes them. Safe to call more than once. */
+void share_job_end(struct share_job *j);
+
+/* Relays what the stream has to say now, whole lines only, each prefixed "[N] "; at EOF the
+ * rest (a newline added if it lacks one). Returns false once the stream is at EOF. */
+bool share_stream_relay(struct share_stream *s, unsigned number);
+
+/* The exit code the job's wait status stands for: its exit status, or 128+N for signal N. */
+int share_job_exit_code(const struct share_job *j);
+
+#endif

@@ -1,0 +1,426 @@
+/* specx share: memory-hungry jobs run in turns, each turn started warm by prefetching the next
+ * job's memory during the current one (Suh et al. 2001). docs/DESIGN.md §7 says how each part
+ * maps to this kernel; specx-share(1) says how to use it. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "memory.h"
+#include "options.h"
+#include "report.h"
+#include "rotation.h"
+#include "util.h"
+
+/* How long a freeze may take before the rotation goes on without waiting for it. */
+#define FREEZE_TIMEOUT_MS 2000
+/* How often the prefetch of a job is looked at to measure the swap-in bandwidth (model). */
+#define BANDWIDTH_POLL_NS (50ull * 1000000ull)
+#define FIRST_SECOND_NS 1000000000ull
+
+/* A prefetch under way whose progress measures the bandwidth B of Eq. 11. */
+struct measure {
+    size_t job;            /* SIZE_MAX: none */
+    uint64_t bytes, t0;
+};
+
+struct share {
+    struct share_options opt;
+    struct share_groups groups;
+    struct share_job *jobs;
+    struct share_slot *slots;
+    size_t n, current;
+    uint64_t run_start, turn_start, turn_end;
+    bool first_second_pending;
+    size_t prefetched_next; /* the job prefetched for the coming turn (SIZE_MAX: none) */
+    double bandwidth;       /* B, bytes per second; 0 until measured */
+    struct measure measure;
+    unsigned switches;
+    int sigfd;
+    int stop_signal;        /* the signal that interrupted the run, 0 if none */
+    FILE *json;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool job_running(const struct share *s, size_t i)
+{
+    return i < s->n && s->slots[i].runnable;
+}
+
+static uint64_t turn_length(const struct share *s, size_t i)
+{
+    return share_turn_ns(s->opt.scheduler, s->opt.quantum_ns, s->slots[i].level);
+}
+
+/* --mispredict P: with probability P the prefetch goes to another runnable job than the next
+ * (the paper's "Prefetching 50" curve: predictions right half of the time). */
+static size_t prefetch_target(const struct share *s, size_t next)
+{
+    if (s->opt.mispredict <= 0 || drand48() >= s->opt.mispredict)
+        return next;
+    size_t others[s->n], k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (i != next && i != s->current && job_running(s, i))
+            others[k++] = i;
+    return k ? others[(size_t)(drand48() * (double)k) % k] : next;
+}
+
+static void prefetch(struct share *s, size_t next)
+{
+    size_t target = prefetch_target(s, next);
+    uint64_t bytes = share_memory_prefetch(&s->jobs[target]);
+    s->jobs[target].prefetched_bytes += bytes;
+    s->prefetched_next = next;
+    if (bytes > 0 && s->measure.job == SIZE_MAX)
+        s->measure = (struct measure){ target, bytes, now_ns() };
+}
+
+/* Eq. 11 of the paper: the prefetch of the next job's S_PF bytes starts at T - S_PF / B, T the
+ * end of the current turn, B the swap-in bandwidth measured on earlier prefetches. Until B is
+ * known the prefetch happens at the switch, where it is measured. */
+static uint64_t model_start(const struct share *s, size_t next)
+{
+    if (s->bandwidth <= 0)
+        return UINT64_MAX;
+    uint64_t bytes = share_memory_swapped(&s->jobs[next]);
+    uint64_t lead = (uint64_t)((double)bytes / s->bandwidth * 1e9);
+    return lead >= s->turn_end - s->turn_start ? s->turn_start : s->turn_end - lead;
+}
+
+/* A prefetch under way has brought in (nearly) everything it asked for: B = bytes / time. */
+static void measure_bandwidth(struct share *s, uint64_t now)
+{
+    struct measure *m = &s->measure;
+    if (m->job == SIZE_MAX)
+        return;
+    if (!job_running(s, m->job)) {
+        m->job = SIZE_MAX;
+        return;
+    }
+    uint64_t left = share_memory_swapped(&s->jobs[m->job]);
+    if (left > m->bytes / 20 && now - m->t0 < 10 * FIRST_SECOND_NS)
+        return;
+    double b = (double)(m->bytes - (left < m->bytes ? left : m->bytes)) /
+               ((double)(now - m->t0) / 1e9);
+    if (b > 0)
+        s->bandwidth = s->bandwidth > 0 ? (s->bandwidth + b) / 2 : b;
+    m->job = SIZE_MAX;
+}
+
+static void start_turn(struct share *s, size_t next, uint64_t now)
+{
+    struct share_job *j = &s->jobs[next];
+    if (s->opt.prefetch != PREFETCH_NONE && s->prefetched_next != next)
+        prefetch(s, next);
+    j->majflt_at_turn = share_job_major_faults(j);
+    share_job_freeze(j, false, FREEZE_TIMEOUT_MS);
+    j->turns++;
+    s->current = next;
+    s->turn_start = now;
+    s->turn_end = now + turn_length(s, next);
+    s->first_second_pending = true;
+    s->prefetched_next = SIZE_MAX;
+}
+
+/* The current turn is over (its time is up, or its job ended): the next job's begins. */
+static void switch_turn(struct share *s, bool time_up)
+{
+    uint64_t now = now_ns();
+    size_t cur = s->current;
+    if (job_running(s, cur))
+        share_after_turn(s->opt.scheduler, &s->slots[cur], time_up);
+    size_t next = share_next_job(s->opt.scheduler, s->slots, s->n, cur);
+    if (next == SIZE_MAX)
+        return;
+    if (next == cur) { /* the only job left (or the only one of its level): it goes on */
+        s->turn_start = now;
+        s->turn_end = now + turn_length(s, cur);
+        return;
+    }
+    if (job_running(s, cur)) {
+        share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
+        if (s->opt.release == RELEASE_COLD)
+            share_memory_release(&s->jobs[cur], MADV_COLD);
+        else if (s->opt.release == RELEASE_PAGEOUT)
+            share_memory_release(&s->jobs[cur], MADV_PAGEOUT);
+    }
+    start_turn(s, next, now);
+    s->switches++;
+}
+
+static struct share_job *job_of(struct share *s, pid_t pid)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->jobs[i].pid == pid)
+            return &s->jobs[i];
+    return NULL;
+}
+
+static void reap(struct share *s)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        struct share_job *j = job_of(s, pid);
+        if (!j)
+            continue;
+        j->exited = true;
+        j->status = status;
+        j->ended_ns = now_ns();
+        s->slots[j - s->jobs].runnable = false;
+        if ((size_t)(j - s->jobs) == s->current)
+            switch_turn(s, false);
+    }
+}
+
+static void on_signal(struct share *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->sigfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGCHLD)
+            reap(s);
+        else
+            s->stop_signal = (int)si.ssi_signo;
+    }
+}
+
+static bool any_running(const struct share *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->slots[i].runnable)
+            return true;
+    return false;
+}
+
+/* The next moment something is due: the turn's end, its first second's end, the model's
+ * prefetch, a bandwidth measurement. */
+static int poll_timeout_ms(const struct share *s, uint64_t now, uint64_t model_at)
+{
+    uint64_t due = s->turn_end;
+    if (s->first_second_pending && s->turn_start + FIRST_SECOND_NS < due)
+        due = s->turn_start + FIRST_SECOND_NS;
+    if (model_at < due)
+        due = model_at;
+    if (s->measure.job != SIZE_MAX && now + BANDWIDTH_POLL_NS < due)
+        due = now + BANDWIDTH_POLL_NS;
+    return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
+}
+
+static void relay_output(struct share *s, const struct pollfd *fds, size_t nfds)
+{
+    for (size_t k = 1; k < nfds; k++) {
+        if (!fds[k].revents)
+            continue;
+        for (size_t i = 0; i < s->n; i++) {
+            struct share_job *j = &s->jobs[i];
+            if (j->out.fd == fds[k].fd)
+                share_stream_relay(&j->out, j->number);
+            else if (j->err.fd == fds[k].fd)
+                share_stream_relay(&j->err, j->number);
+        }
+    }
+}
+
+static bool output_open(const struct share *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->jobs[i].out.fd >= 0 || s->jobs[i].err.fd >= 0)
+            return true;
+    return false;
+}
+
+/* Things due at NOW besides output and signals. */
+static void on_time(struct share *s, uint64_t now, uint64_t model_at, size_t predicted)
+{
+    if (s->first_second_pending && now >= s->turn_start + FIRST_SECOND_NS &&
+        job_running(s, s->current)) {
+        struct share_job *j = &s->jobs[s->current];
+        j->majflt_first_second += share_job_major_faults(j) - j->majflt_at_turn;
+        s->first_second_pending = false;
+    }
+    measure_bandwidth(s, now);
+    if (predicted != SIZE_MAX && now >= model_at && s->prefetched_next != predicted)
+        prefetch(s, predicted);
+    if (now >= s->turn_end && job_running(s, s->current))
+        switch_turn(s, true);
+}
+
+static void run_loop(struct share *s)
+{
+    struct pollfd fds[1 + 2 * s->n];
+    while ((any_running(s) || output_open(s)) && !s->stop_signal) {
+        uint64_t now = now_ns();
+        size_t predicted = SIZE_MAX;
+        uint64_t model_at = UINT64_MAX;
+        if (s->opt.prefetch == PREFETCH_MODEL && job_running(s, s->current)) {
+            predicted = share_next_job(s->opt.scheduler, s->slots, s->n, s->current);
+            if (predicted == s->current)
+                predicted = SIZE_MAX;
+            else if (predicted != SIZE_MAX && s->prefetched_next != predicted)
+                model_at = model_start(s, predicted);
+        }
+        size_t nfds = 0;
+        fds[nfds++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+        for (size_t i = 0; i < s->n; i++) {
+            if (s->jobs[i].out.fd >= 0)
+                fds[nfds++] = (struct pollfd){ .fd = s->jobs[i].out.fd, .events = POLLIN };
+            if (s->jobs[i].err.fd >= 0)
+                fds[nfds++] = (struct pollfd){ .fd = s->jobs[i].err.fd, .events = POLLIN };
+        }
+        int timeout = any_running(s) ? poll_timeout_ms(s, now, model_at) : -1;
+        if (poll(fds, nfds, timeout) < 0 && errno != EINTR)
+            break;
+        if (fds[0].revents)
+            on_signal(s);
+        relay_output(s, fds, nfds);
+        if (any_running(s))
+            on_time(s, now_ns(), model_at, predicted);
+    }
+}
+
+static int worst_exit_code(const struct share *s)
+{
+    int worst = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int code = s->jobs[i].exited ? share_job_exit_code(&s->jobs[i]) : 128 + SIGKILL;
+        if (code > worst)
+            worst = code;
+    }
+    return worst;
+}
+
+static void end_all(struct share *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        share_job_end(&s->jobs[i]);
+        if (!s->jobs[i].ended_ns)
+            s->jobs[i].ended_ns = now_ns();
+        for (struct share_stream *st = &s->jobs[i].out; st; st = st == &s->jobs[i].out ? &s->jobs[i].err : NULL)
+            while (share_stream_relay(st, s->jobs[i].number))
+                ;
+    }
+    share_groups_remove(&s->groups);
+}
+
+/* Signals arrive through a descriptor, read in the loop: no work in handlers. Jobs unblock
+ * them before they run (job.c). */
+static int open_signalfd(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -1;
+    signal(SIGPIPE, SIG_IGN);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* Everything that can be refused is checked before any job starts: nothing half-made. */
+static void check_paths(struct share *s)
+{
+    struct stat st;
+    if (s->opt.output_dir && (stat(s->opt.output_dir, &st) < 0 || !S_ISDIR(st.st_mode)))
+        specx_die(2, "--output '%s' is not a directory", s->opt.output_dir);
+    if (s->opt.json && strcmp(s->opt.json, "-") != 0 && !(s->json = fopen(s->opt.json, "w")))
+        specx_die(2, "cannot write %s: %s", s->opt.json, strerror(errno));
+}
+
+static void start_all(struct share *s)
+{
+    char err[512];
+    if (share_groups_make(&s->groups, s->opt.memory_bytes, err, sizeof err) < 0)
+        specx_die(1, "%s", err);
+    s->run_start = now_ns();
+    for (size_t i = 0; i < s->n; i++) {
+        s->jobs[i].number = (unsigned)i + 1;
+        s->jobs[i].argv = s->opt.jobs[i].argv;
+        /* Job 1's turn starts at once; the others start frozen, before their first
+         * instruction. */
+        if (share_job_start(&s->jobs[i], &s->groups, i == 0, s->opt.output_dir, err,
+                            sizeof err) < 0) {
+            specx_warn("%s", err);
+            s->n = i + 1;
+            end_all(s);
+            exit(1);
+        }
+        s->slots[i].runnable = true;
+    }
+    s->current = 0;
+    s->turn_start = now_ns();
+    s->turn_end = s->turn_start + turn_length(s, 0);
+    s->first_second_pending = true;
+}
+
+static void write_reports(struct share *s, int exit_code)
+{
+    struct share_run run = {
+        .opt = &s->opt, .jobs = s->jobs, .njobs = s->n, .switches = s->switches,
+        .makespan_s = (double)(now_ns() - s->run_start) / 1e9, .exit_code = exit_code,
+        .interrupted = s->stop_signal != 0,
+    };
+    if (s->opt.report)
+        share_report_table(stderr, &run);
+    if (s->opt.json) {
+        int rc = 0;
+        if (s->json) {
+            fclose(s->json); /* opened at the start to check it; written whole now */
+            rc = share_report_json(s->opt.json, &run);
+        } else {
+            rc = share_report_json("-", &run);
+        }
+        if (rc < 0)
+            specx_warn("cannot write %s: %s", s->opt.json, strerror(errno));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    specx_set_progname("specx share");
+    struct share s = { .prefetched_next = SIZE_MAX, .measure = { .job = SIZE_MAX } };
+    char err[512];
+    if (share_options_parse(argc, argv, &s.opt, err, sizeof err) < 0)
+        specx_die(2, "%s", err);
+    if (s.opt.help) {
+        share_options_usage(stdout);
+        return 0;
+    }
+    if (s.opt.version) {
+        printf("specx share %s\n", SPECX_VERSION);
+        return 0;
+    }
+    s.n = s.opt.njobs;
+    s.jobs = calloc(s.n, sizeof *s.jobs);
+    s.slots = calloc(s.n, sizeof *s.slots);
+    if (!s.jobs || !s.slots)
+        specx_die(1, "out of memory");
+    check_paths(&s);
+    if ((s.sigfd = open_signalfd()) < 0)
+        specx_die(1, "signalfd: %s", strerror(errno));
+    srand48((long)now_ns());
+    start_all(&s);
+    run_loop(&s);
+    end_all(&s);
+    int code = s.stop_signal ? 128 + s.stop_signal : worst_exit_code(&s);
+    write_reports(&s, code);
+    share_options_free(&s.opt);
+    return code;
+}

@@ -1,0 +1,24 @@
+/* A job's memory between turns (Suh et al. 2001 §2-3): what of it is swapped out, bringing it
+ * back in before its turn, and letting go of it after. */
+#ifndef SHARE_MEMORY_H
+#define SHARE_MEMORY_H
+
+#include <stdint.h>
+
+#include "job.h"
+
+/* Bytes of the job's private anonymous memory that are swapped out now (its page table,
+ * /proc/PID/pagemap). */
+uint64_t share_memory_swapped(const struct share_job *j);
+
+/* Asks the kernel to read the job's swapped-out memory back in (process_madvise
+ * MADV_WILLNEED over its private anonymous mappings; asynchronous, into the swap cache the
+ * job's faults then find). Returns the bytes that were swapped out when asked. */
+uint64_t share_memory_prefetch(const struct share_job *j);
+
+/* After the job's turn: marks its private anonymous memory cold (MADV_COLD: first to be
+ * reclaimed) or pages it out now (MADV_PAGEOUT), so that the next job's memory evicts it
+ * and nothing else. */
+void share_memory_release(const struct share_job *j, int advice);
+
+#endif

@@ -1,0 +1,113 @@
+/* See report.h. */
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static const char *const prefetch_names[] = { "none", "switch", "model" };
+static const char *const release_names[] = { "none", "cold", "pageout" };
+static const char *const scheduler_names[] = { "rr", "mlfq" };
+
+static double job_seconds(const struct share_job *j)
+{
+    return j->ended_ns > j->started_ns ? (double)(j->ended_ns - j->started_ns) / 1e9 : 0;
+}
+
+/* The job's command line, shortened to fit a column of WIDTH. */
+static void command_text(const struct share_job *j, char *out, size_t width)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (char **a = j->argv; *a && len < width; a++)
+        len += (size_t)snprintf(out + len, width - len, "%s%s", a == j->argv ? "" : " ", *a);
+    if (len >= width - 1 && width > 4)
+        strcpy(out + width - 4, "...");
+    for (char *c = out; *c; c++) /* a shell script's newlines would break the table */
+        if ((unsigned char)*c < ' ')
+            *c = ' ';
+}
+
+void share_report_table(FILE *out, const struct share_run *run)
+{
+    const struct share_options *o = run->opt;
+    fprintf(out, "specx share: %zu jobs, quantum %.3g s, scheduler %s, prefetch %s, release %s\n",
+            run->njobs, (double)o->quantum_ns / 1e9, scheduler_names[o->scheduler],
+            prefetch_names[o->prefetch], release_names[o->release]);
+    fprintf(out, "  makespan %.2f s, %u switches%s\n", run->makespan_s, run->switches,
+            run->interrupted ? " (interrupted)" : "");
+    fprintf(out, "  %-3s %-32s %5s %9s %6s %12s %15s %12s\n", "job", "command", "exit", "wall s",
+            "turns", "major faults", "in 1st seconds", "prefetched");
+    for (size_t i = 0; i < run->njobs; i++) {
+        const struct share_job *j = &run->jobs[i];
+        char cmd[33];
+        command_text(j, cmd, sizeof cmd);
+        fprintf(out, "  %-3u %-32s %5d %9.2f %6u %12llu %15llu %9.1f MiB\n", j->number, cmd,
+                j->exited ? share_job_exit_code(j) : -1, job_seconds(j), j->turns,
+                (unsigned long long)j->major_faults, (unsigned long long)j->majflt_first_second,
+                (double)j->prefetched_bytes / (1 << 20));
+    }
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_job(FILE *f, const struct share_job *j)
+{
+    fprintf(f, "    {\"job\": %u, \"command\": [", j->number);
+    for (char **a = j->argv; *a; a++) {
+        if (a != j->argv)
+            fputs(", ", f);
+        json_string(f, *a);
+    }
+    fprintf(f, "], \"exit_code\": %d, \"signal\": ", j->exited ? share_job_exit_code(j) : -1);
+    if (j->exited && WIFSIGNALED(j->status))
+        fprintf(f, "%d", WTERMSIG(j->status));
+    else
+        fputs("null", f);
+    fprintf(f, ", \"wall_s\": %.6f, \"turns\": %u, \"major_faults\": %llu, "
+               "\"major_faults_first_second\": %llu, \"peak_bytes\": %llu, "
+               "\"prefetched_bytes\": %llu}",
+            job_seconds(j), j->turns, (unsigned long long)j->major_faults,
+            (unsigned long long)j->majflt_first_second, (unsigned long long)j->peak_bytes,
+            (unsigned long long)j->prefetched_bytes);
+}
+
+int share_report_json(const char *file, const struct share_run *run)
+{
+    const struct share_options *o = run->opt;
+    FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"quantum_s\": %.6f, \"memory_bytes\": %llu, \"scheduler\": \"%s\", "
+               "\"prefetch\": \"%s\", \"release\": \"%s\", \"mispredict\": %.3f,\n",
+            (double)o->quantum_ns / 1e9, (unsigned long long)o->memory_bytes,
+            scheduler_names[o->scheduler], prefetch_names[o->prefetch],
+            release_names[o->release], o->mispredict);
+    fprintf(f, "  \"makespan_s\": %.6f, \"switches\": %u, \"exit_code\": %d, "
+               "\"interrupted\": %s,\n  \"jobs\": [\n",
+            run->makespan_s, run->switches, run->exit_code, run->interrupted ? "true" : "false");
+    for (size_t i = 0; i < run->njobs; i++) {
+        json_job(f, &run->jobs[i]);
+        fputs(i + 1 < run->njobs ? ",\n" : "\n", f);
+    }
+    fputs("  ]\n}\n", f);
+    int err = ferror(f) ? EIO : 0;
+    if (f != stdout && fclose(f) != 0)
+        err = errno;
+    else if (f == stdout)
+        fflush(f);
+    errno = err;
+    return err ? -1 : 0;
+}

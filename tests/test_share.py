@@ -1,0 +1,226 @@
+"""`specx share` (issue 11; Suh et al. 2001): jobs run in turns, their outputs and exit
+statuses those of the jobs run alone, and nothing left behind however the run ends. Whether
+prefetching pays is measured by `specx bench share`, not here."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import SPECX, run_specx
+
+PY = sys.executable
+
+
+def share_groups():
+    """specx share's groups (specx-share-PID) anywhere in the memory and freezer hierarchies."""
+    found = []
+    for root in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/freezer", "/sys/fs/cgroup"):
+        if os.path.isdir(root):
+            for dirpath, dirnames, _ in os.walk(root):
+                found += [os.path.join(dirpath, d) for d in dirnames if d.startswith("specx-share-")]
+    return set(found)
+
+
+def processes_with(marker):
+    pids = []
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker.encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return pids
+
+
+def py(code, *args):
+    return [PY, "-c", code, *map(str, args)]
+
+
+# Prints N numbered lines of a seeded pseudo-random text, allocating a little memory, and exits
+# with the status given.
+PRINTER = """
+import random, sys
+random.seed(sys.argv[1])
+data = bytearray(4 << 20)
+for i in range(int(sys.argv[2])):
+    print(i, random.random())
+    print("err", i, file=sys.stderr)
+sys.exit(int(sys.argv[3]))
+"""
+
+
+def joined(*commands):
+    out = []
+    for i, cmd in enumerate(commands):
+        out += ([":::"] if i else []) + cmd
+    return out
+
+
+# ---- command line ----
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no jobs"),
+    (["--quantum", "0", "--", "true"], "invalid --quantum '0'"),
+    (["--memory", "12Q", "--", "true"], "invalid --memory '12Q'"),
+    (["--prefetch", "later", "--", "true"], "invalid --prefetch 'later'"),
+    (["--", "true", ":::"], "an empty job"),
+    (["--frob"], "invalid option '--frob'"),
+    (["--jobs", "/nonexistent/jobs.txt"], "cannot read --jobs"),
+])
+def test_bad_usage_is_one_line_and_exit_2(specx, args, message):
+    before = share_groups()
+    proc = run_specx("share", *args)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.startswith("specx share: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert message in proc.stderr
+    assert share_groups() == before
+
+
+def test_help_and_version(specx):
+    out = run_specx("share", "--help", check=True).stdout
+    for option in ("--quantum", "--memory", "--prefetch", "--release", "--scheduler", "--jobs",
+                   "--output", "--report", "--json", ":::"):
+        assert option in out
+    assert run_specx("share", "--version", check=True).stdout.startswith("specx share ")
+
+
+@pytest.mark.root
+def test_an_unwritable_json_path_is_refused_before_any_job_runs(specx, tmp_path):
+    marker = tmp_path / "ran"
+    proc = run_specx("share", "--json", "/nonexistent/dir/x.json", "--", "touch", marker)
+    assert proc.returncode == 2 and "cannot write /nonexistent/dir/x.json" in proc.stderr
+    assert not marker.exists()
+
+
+# ---- what the jobs see ----
+
+
+@pytest.mark.root
+def test_outputs_and_statuses_are_those_of_the_jobs_alone(specx, tmp_path):
+    jobs = [py(PRINTER, "a", 300, 0), py(PRINTER, "b", 200, 3), py(PRINTER, "c", 100, 0)]
+    alone = [subprocess.run(j, capture_output=True) for j in jobs]
+    report = tmp_path / "share.json"
+    proc = run_specx("share", "--quantum", "50ms", "--output", tmp_path, "--json", report, "--",
+                     *joined(*jobs))
+    assert proc.returncode == 3  # the worst of the jobs'
+    for n, expected in enumerate(alone, 1):
+        assert (tmp_path / f"{n}.out").read_bytes() == expected.stdout
+        assert (tmp_path / f"{n}.err").read_bytes() == expected.stderr
+    record = json.loads(report.read_text())
+    assert [j["exit_code"] for j in record["jobs"]] == [0, 3, 0]
+    assert record["exit_code"] == 3
+
+
+@pytest.mark.root
+def test_lines_are_prefixed_with_the_job_number_and_never_mixed(specx):
+    jobs = [py(PRINTER, "a", 500, 0), py(PRINTER, "b", 500, 0)]
+    proc = run_specx("share", "--quantum", "20ms", "--", *joined(*jobs))
+    assert proc.returncode == 0, proc.stderr
+    for n, job in enumerate(jobs, 1):
+        alone = subprocess.run(job, capture_output=True, text=True).stdout.splitlines()
+        mine = [line[len(f"[{n}] "):] for line in proc.stdout.splitlines()
+                if line.startswith(f"[{n}] ")]
+        assert mine == alone
+    assert len(proc.stdout.splitlines()) == 1000
+
+
+@pytest.mark.root
+def test_one_job_runs_at_a_time_in_turns(specx, tmp_path):
+    """Each job appends its number to one file as fast as it can: while frozen it cannot, so
+    the file is runs of one job's marks, and with several turns each the jobs alternate."""
+    log = tmp_path / "log"
+    writer = ("import sys, time\nend = time.monotonic() + 1.5\n"
+              "with open(sys.argv[1], 'a', buffering=1) as f:\n"
+              "    while time.monotonic() < end:\n        f.write(sys.argv[2] + '\\n')\n"
+              "        time.sleep(0.002)\n")
+    proc = run_specx("share", "--quantum", "100ms", "--json", tmp_path / "r.json", "--",
+                     *joined(py(writer, log, "1"), py(writer, log, "2")))
+    assert proc.returncode == 0, proc.stderr
+    marks = log.read_text().split()
+    runs = [m for i, m in enumerate(marks) if i == 0 or marks[i - 1] != m]
+    assert len(runs) >= 3, runs  # they took turns
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert record["switches"] >= 2
+    # A job's monotonic clock runs on while it is frozen: its 1.5 s end in wall time.
+    assert all(j["turns"] >= 2 for j in record["jobs"])
+
+
+@pytest.mark.root
+def test_a_job_that_ends_leaves_the_rotation(specx, tmp_path):
+    report = tmp_path / "r.json"
+    proc = run_specx("share", "--quantum", "10s", "--json", report, "--",
+                     *joined(["true"], py("print('second')")))
+    assert proc.returncode == 0 and proc.stdout == "[2] second\n"
+    record = json.loads(report.read_text())
+    assert record["makespan_s"] < 10  # job 2 did not wait for job 1's quantum
+    assert [j["turns"] for j in record["jobs"]] == [1, 1]
+
+
+@pytest.mark.root
+def test_a_command_that_cannot_run_counts_as_127(specx):
+    proc = run_specx("share", "--", *joined(["true"], ["/nonexistent/program"]))
+    assert proc.returncode == 127
+    assert "[2] specx share: cannot run '/nonexistent/program'" in proc.stderr
+
+
+# ---- nothing left behind ----
+
+
+def start_share(*args):
+    return subprocess.Popen([str(SPECX), "share", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout=10):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def jobs_with(marker, share):
+    """The jobs' processes (specx share's own command line has the marker too)."""
+    return [pid for pid in processes_with(marker) if pid != share.pid]
+
+
+SLEEPER = "import sys, time\nprint('up', flush=True)\ntime.sleep(1000)\n"
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_ends_every_job_and_leaves_nothing(specx, sig):
+    """Ctrl-C with jobs that never end, one running and one frozen."""
+    marker = f"specx-test-share-{uuid.uuid4().hex[:8]}"
+    before = share_groups()
+    share = start_share("--quantum", "200ms", "--", *joined(py(SLEEPER, marker),
+                                                             py(SLEEPER, marker)))
+    assert wait_for(lambda: len(jobs_with(marker, share)) == 2)
+    time.sleep(0.5)
+    share.send_signal(sig)
+    out, err = share.communicate(timeout=30)
+    assert share.returncode == 128 + sig
+    assert processes_with(marker) == []
+    assert share_groups() == before
+
+
+@pytest.mark.root
+def test_a_job_killed_by_someone_else_leaves_the_rotation(specx, tmp_path):
+    marker = f"specx-test-share-{uuid.uuid4().hex[:8]}"
+    before = share_groups()
+    share = start_share("--quantum", "100ms", "--", *joined(py(SLEEPER, marker),
+                                                             py("import time; time.sleep(1.5)")))
+    assert wait_for(lambda: len(jobs_with(marker, share)) == 1)
+    os.kill(jobs_with(marker, share)[0], signal.SIGKILL)
+    out, err = share.communicate(timeout=30)
+    assert share.returncode == 128 + signal.SIGKILL  # the worst of the jobs'
+    assert processes_with(marker) == []
+    assert share_groups() == before
