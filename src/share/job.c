@@ -133,6 +133,10 @@ static _Noreturn void exec_job(struct share_job *j, const int child_fds[2])
         dprintf(STDERR_FILENO, "specx share: cannot join the job's cgroup: %s\n", strerror(errno));
         _exit(127);
     }
+    /* Several jobs reading one terminal in turns would each get pieces of what is typed. */
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0)
+        dup2(null, STDIN_FILENO);
     dup2(child_fds[0], STDOUT_FILENO);
     dup2(child_fds[1], STDERR_FILENO);
     execvp(j->argv[0], j->argv);
