@@ -224,3 +224,33 @@ def test_a_job_killed_by_someone_else_leaves_the_rotation(specx, tmp_path):
     assert share.returncode == 128 + signal.SIGKILL  # the worst of the jobs'
     assert processes_with(marker) == []
     assert share_groups() == before
+
+
+# ---- the benchmark's harness ----
+
+
+def swaps():
+    with open("/proc/swaps") as f:
+        return f.read().splitlines()[1:]
+
+
+@pytest.mark.root
+def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_path):
+    """`specx bench share` at its smallest scale: every file it promises, every output as the
+    job's alone, and no swap device or cgroup left."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
+    from specx_bench import swapspace
+    if not swapspace.zram_available():
+        pytest.skip("no zram here: the benchmark's fast swap device cannot be made")
+    before_swaps, before_groups = swaps(), share_groups()
+    out = tmp_path / "out"
+    proc = run_specx("bench", "share", "--scale", "test", "--runs", "1", "--swap", "zram",
+                     "--modes", "all-at-once,none,model", "--out", out, "--data-dir",
+                     tmp_path / "data", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    for name in ("results-share.md", "results-share.json", "results-share.png"):
+        assert (out / name).exists(), name
+    summary = json.loads((out / "results-share.json").read_text())["summary"]
+    assert set(summary) == {"all-at-once", "none", "model"}
+    assert all(m["outputs_identical"] for m in summary.values())
+    assert swaps() == before_swaps and share_groups() == before_groups

@@ -230,6 +230,10 @@ def directories(args):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["share"]:   # an experiment of its own shape: specx bench share --help
+        from . import share_bench
+        return share_bench.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.list:
         # A reader that stops early (`| head`) ends the listing quietly, as with C commands.

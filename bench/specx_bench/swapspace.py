@@ -29,9 +29,10 @@ class Unavailable(Exception):
 
 @dataclasses.dataclass
 class Space:
-    kind: str         # "zram" or "file"
+    kind: str         # "zram", "file" or "loop" (a loop device over a file, e.g. on slowfs)
     path: str         # the block device or the swap file
     zram_id: int = -1
+    backing: str = "" # "loop": the file behind the device
 
 
 def _write(path, text):
@@ -105,9 +106,30 @@ def _make_zram(size_bytes):
 def _make_file(size_bytes, directory):
     space = Space("file", os.path.join(directory, f"specx-bench-swap-{os.getpid()}"))
     _record(space)
+    _write_zeros(space.path, size_bytes)
+    return space
+
+
+def _make_loop(size_bytes, directory):
+    """A loop device over a file in DIRECTORY: swap with the latency of whatever holds the file
+    (slowfs: a disk's). The kernel cannot swap to a file on FUSE, but it can to a loop device
+    over one; its reads then pay slowfs's model, which is the point."""
+    backing = os.path.join(directory, f"specx-bench-swap-{os.getpid()}")
+    _write_zeros(backing, size_bytes)
+    proc = subprocess.run([_which("losetup") or "losetup", "--find", "--show", backing],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        os.unlink(backing)
+        raise Unavailable(f"losetup: {(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+    space = Space("loop", proc.stdout.strip(), backing=backing)
+    _record(space)
+    return space
+
+
+def _write_zeros(path, size_bytes):
     # Written out, not fallocated: swapon refuses files with unwritten extents on some
     # file systems, and a file with holes on all of them.
-    fd = os.open(space.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         block = bytes(1 << 20)
         for _ in range(-(-size_bytes // len(block))):
@@ -115,7 +137,6 @@ def _make_file(size_bytes, directory):
         os.fsync(fd)
     finally:
         os.close(fd)
-    return space
 
 
 def _record_path(space):
@@ -144,6 +165,11 @@ def remove(space):
                 _write(f"/sys/block/zram{space.zram_id}/reset", "1")
             with contextlib.suppress(OSError):
                 _write(os.path.join(ZRAM_CONTROL, "hot_remove"), str(space.zram_id))
+    elif space.kind == "loop":
+        subprocess.run([_which("losetup") or "losetup", "--detach", space.path],
+                       capture_output=True, check=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(space.backing)
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(space.path)
@@ -169,7 +195,7 @@ def remove_stale():
             continue
         print(f"specx bench: removing swap space {rec['path']} left by pid {rec['pid']}",
               flush=True)
-        remove(Space(rec["kind"], rec["path"], rec.get("zram_id", -1)))
+        remove(Space(rec["kind"], rec["path"], rec.get("zram_id", -1), rec.get("backing", "")))
 
 
 @contextlib.contextmanager
@@ -187,19 +213,23 @@ def _sigterm_unwinds():
 @contextlib.contextmanager
 def enabled(size_bytes, directory, kinds=("zram", "file")):
     """Swap space of SIZE_BYTES in use for the block: zram when possible, else a swap file in
-    DIRECTORY (KINDS restricts the choice). Raises Unavailable with a one-line reason."""
+    DIRECTORY (KINDS restricts the choice); kinds ("loop",): a loop device over a file in
+    DIRECTORY (a slowfs mount). Raises Unavailable with a one-line reason."""
     remove_stale()
-    reason = unavailable_reason(directory)
+    loop = kinds == ("loop",)
+    reason = (None if os.geteuid() == 0 else "making swap space needs root") if loop \
+        else unavailable_reason(directory)
     if reason:
         raise Unavailable(reason)
     use_zram = "zram" in kinds and zram_available()
-    if not use_zram and "file" not in kinds:
+    if not use_zram and "file" not in kinds and not loop:
         raise Unavailable("zram is not available here")
     space = None
     with _sigterm_unwinds():
         try:
             try:
-                space = _make_zram(size_bytes) if use_zram else _make_file(size_bytes, directory)
+                space = _make_loop(size_bytes, directory) if loop else \
+                    _make_zram(size_bytes) if use_zram else _make_file(size_bytes, directory)
             except OSError as e:
                 raise Unavailable(f"cannot make swap space: {e.strerror or e}") from None
             _run("mkswap", space.path)

@@ -137,6 +137,17 @@ static void start_turn(struct share *s, size_t next, uint64_t now)
     s->prefetched_next = SIZE_MAX;
 }
 
+/* The major faults of the current job's turn so far count as its first second's: the second
+ * is over, or the turn ends before it is. */
+static void end_first_second(struct share *s)
+{
+    if (!s->first_second_pending || !job_running(s, s->current))
+        return;
+    struct share_job *j = &s->jobs[s->current];
+    j->majflt_first_second += share_job_major_faults(j) - j->majflt_at_turn;
+    s->first_second_pending = false;
+}
+
 /* The current turn is over (its time is up, or its job ended): the next job's begins. */
 static void switch_turn(struct share *s, bool time_up)
 {
@@ -154,6 +165,7 @@ static void switch_turn(struct share *s, bool time_up)
     }
     if (job_running(s, cur)) {
         share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
+        end_first_second(s);
         if (s->opt.release == RELEASE_COLD)
             share_memory_release(&s->jobs[cur], MADV_COLD);
         else if (s->opt.release == RELEASE_PAGEOUT)
@@ -247,12 +259,8 @@ static bool output_open(const struct share *s)
 /* Things due at NOW besides output and signals. */
 static void on_time(struct share *s, uint64_t now, uint64_t model_at, size_t predicted)
 {
-    if (s->first_second_pending && now >= s->turn_start + FIRST_SECOND_NS &&
-        job_running(s, s->current)) {
-        struct share_job *j = &s->jobs[s->current];
-        j->majflt_first_second += share_job_major_faults(j) - j->majflt_at_turn;
-        s->first_second_pending = false;
-    }
+    if (now >= s->turn_start + FIRST_SECOND_NS)
+        end_first_second(s);
     measure_bandwidth(s, now);
     if (predicted != SIZE_MAX && now >= model_at && s->prefetched_next != predicted)
         prefetch(s, predicted);

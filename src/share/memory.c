@@ -60,9 +60,34 @@ static struct ranges anonymous_ranges(pid_t pid)
     return r;
 }
 
-static uint64_t swapped_in(int pagemap, const struct iovec *v)
+/* A page of the job that is swapped out, and its slot on the swap device. */
+struct swapped_page {
+    uintptr_t addr;
+    uint64_t slot; /* type and offset as pagemap gives them (0 without CAP_SYS_ADMIN) */
+};
+
+struct swapped_list {
+    struct swapped_page *pages;
+    size_t n, cap;
+};
+
+static void note_swapped(struct swapped_list *l, uintptr_t addr, uint64_t entry)
 {
-    uint64_t entries[PAGEMAP_STEP], pages = 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 1024;
+        struct swapped_page *grown = realloc(l->pages, cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->pages = grown;
+        l->cap = cap;
+    }
+    /* Bits 0-54: swap type (0-4) and offset (5-54); the offset orders the slots. */
+    l->pages[l->n++] = (struct swapped_page){ addr, entry & ((1ull << 55) - 1) };
+}
+
+static void collect_swapped(int pagemap, const struct iovec *v, struct swapped_list *l)
+{
+    uint64_t entries[PAGEMAP_STEP];
     uintptr_t addr = (uintptr_t)v->iov_base, end = addr + v->iov_len;
     while (addr < end) {
         size_t n = (end - addr) / PAGE_SIZE_BYTES;
@@ -73,24 +98,57 @@ static uint64_t swapped_in(int pagemap, const struct iovec *v)
         if (got <= 0)
             break;
         for (size_t i = 0; i < (size_t)got / sizeof *entries; i++)
-            pages += (entries[i] & SPECX_PAGEMAP_SWAPPED) != 0;
+            if (entries[i] & SPECX_PAGEMAP_SWAPPED)
+                note_swapped(l, addr + i * PAGE_SIZE_BYTES, entries[i]);
         addr += (uintptr_t)got / sizeof *entries * PAGE_SIZE_BYTES;
     }
-    return pages * PAGE_SIZE_BYTES;
 }
 
-static uint64_t swapped_bytes(pid_t pid, const struct ranges *r)
+static struct swapped_list swapped_pages(pid_t pid, const struct ranges *r)
 {
+    struct swapped_list l = { 0 };
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/pagemap", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
-    uint64_t bytes = 0;
+        return l;
     for (size_t i = 0; i < r->n; i++)
-        bytes += swapped_in(fd, &r->iov[i]);
+        collect_swapped(fd, &r->iov[i], &l);
     close(fd);
-    return bytes;
+    return l;
+}
+
+/* Most recently used first (Suh et al. §2: the next job's pages in the order it last used
+ * them). Without idle-page tracking here, the swap device is the record: reclaim writes the
+ * least recently used pages out first, into increasing slots, so the highest slots hold the
+ * most recently used of the pages that were pushed out (docs/DESIGN.md §7 measures how close
+ * that is to the true order). */
+static int by_slot_descending(const void *a, const void *b)
+{
+    const struct swapped_page *x = a, *y = b;
+    return x->slot < y->slot ? 1 : x->slot > y->slot ? -1 : 0;
+}
+
+/* The pages in that order as ranges: neighbours in both address and slot go in one range, which
+ * the kernel reads as one run of the device. */
+static struct ranges in_recency_order(struct swapped_list *l)
+{
+    struct ranges r = { 0 };
+    qsort(l->pages, l->n, sizeof *l->pages, by_slot_descending);
+    r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
+    if (!r.iov)
+        return r;
+    for (size_t i = 0; i < l->n; i++) {
+        struct iovec *last = r.n ? &r.iov[r.n - 1] : NULL;
+        if (last && l->pages[i].addr + PAGE_SIZE_BYTES == (uintptr_t)last->iov_base &&
+            l->pages[i].slot + 1 == l->pages[i - 1].slot) {
+            last->iov_base = (void *)l->pages[i].addr;
+            last->iov_len += PAGE_SIZE_BYTES;
+        } else {
+            r.iov[r.n++] = (struct iovec){ (void *)l->pages[i].addr, PAGE_SIZE_BYTES };
+        }
+    }
+    return r;
 }
 
 static void advise(int pidfd, const struct ranges *r, int advice)
@@ -101,19 +159,25 @@ static void advise(int pidfd, const struct ranges *r, int advice)
     }
 }
 
-/* What is done to one process of the job: ADVICE (0: none) after counting its swapped bytes. */
+/* One process of the job: its swapped bytes; with ADVICE (0: none) given over all its
+ * anonymous memory, or over its swapped pages most recent first (MADV_WILLNEED). */
 static uint64_t visit(pid_t pid, int advice)
 {
-    struct ranges r = anonymous_ranges(pid);
-    uint64_t bytes = swapped_bytes(pid, &r);
-    if (advice && r.n > 0) {
-        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (pidfd >= 0) {
-            advise(pidfd, &r, advice);
-            close(pidfd);
-        }
+    struct ranges all = anonymous_ranges(pid);
+    struct swapped_list swapped = swapped_pages(pid, &all);
+    uint64_t bytes = swapped.n * PAGE_SIZE_BYTES;
+    int pidfd = advice ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+    if (pidfd >= 0 && advice == MADV_WILLNEED) {
+        struct ranges order = in_recency_order(&swapped);
+        advise(pidfd, &order, advice);
+        free(order.iov);
+    } else if (pidfd >= 0) {
+        advise(pidfd, &all, advice);
     }
-    free(r.iov);
+    if (pidfd >= 0)
+        close(pidfd);
+    free(swapped.pages);
+    free(all.iov);
     return bytes;
 }
 

@@ -1,0 +1,458 @@
+"""`specx bench share`: job-speculative prefetching on real jobs (Suh et al. 2001; issue 11).
+
+Four memory-hungry jobs whose working sets together are twice the memory they are given (three
+`sweep` jobs over anonymous memory and GNU `sort -S` over a text file) run in each mode:
+
+  all-at-once  every job started at once in the same memory (what users do today)
+  none         specx share, the next job's memory left to its page faults
+  switch       specx share, the next job's memory prefetched at the switch
+  model        specx share, prefetched during the current turn at T - S_PF/B (Eq. 11)
+  model-50     model, with half of the prefetches going to a wrong job (--mispredict 0.5)
+
+swapping to a loop device over a file on slowfs (a disk's latency; --swap zram for the fast
+case). Each job also runs alone, with memory to spare, for its slowdown. With --sweep the
+none/model/model-50 modes run again at several memory sizes: the paper's Figs. 1-2, major
+faults against memory. Results: results-share.md, .json and .png (and results-share-sweep.png)."""
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+from . import components, datasets, memcg, slowfs, swapspace
+
+MIB = 1 << 20
+MODES = {
+    "all-at-once": [],
+    "none": ["--prefetch", "none"],
+    "switch": ["--prefetch", "switch"],
+    "model": ["--prefetch", "model"],
+    "model-50": ["--prefetch", "model", "--mispredict", "0.5"],
+}
+SWEEP_MODES = ("none", "model", "model-50")
+# Per scale: the working set of each job (MiB), passes of each sweep job, the quantum, and the
+# memory sizes of the sweep as multiples of one working set.
+SCALES = {
+    "full": dict(mib=256, passes=600, quantum="8s", sweep=(1.5, 2, 3, 4)),
+    "demo": dict(mib=48, passes=1500, quantum="2s", sweep=(1.5, 2, 3, 4)),
+    "test": dict(mib=16, passes=200, quantum="300ms", sweep=(2, 4)),
+}
+# What the groups need beyond the working sets: the processes' own memory, page tables.
+SLACK_MIB = 16
+
+HELP = """\
+Usage: specx bench share [OPTIONS]
+
+Job-speculative prefetching (Suh et al. 2001) on four real memory-hungry jobs
+whose working sets are twice the memory given to them, in the modes
+all-at-once, none, switch, model and model-50; each job also runs alone.
+
+Options:
+      --modes LIST        comma-separated modes (default all five)
+      --runs N            runs per mode (default 3)
+      --scale full|demo|test
+                          working sets of 256, 48 or 16 MiB per job (default full)
+      --swap slowfs|zram  the swap device: a loop device over a file on slowfs
+                          (default; a disk's latency) or zram (memory speed)
+  -p, --preset NAME       slowfs preset of the swap device (default paper2003)
+      --sweep             also run none, model and model-50 at several memory sizes
+                          (the paper's Figs. 1-2)
+      --out DIR           results directory (default ./bench-results/<UTC timestamp>)
+      --data-dir DIR      where the swap device's file and sort's input are kept
+                          (default /var/tmp/specx-data)
+  -h, --help              show this help
+
+See specx-bench(1).
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    def format_help(self):
+        return HELP
+
+    def error(self, message):
+        self.exit(2, f"specx bench share: {message}; see 'specx bench share --help'\n")
+
+
+def parse(argv):
+    p = Parser(prog="specx bench share", add_help=False)
+    p.add_argument("-h", "--help", action="help")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--scale", choices=tuple(SCALES), default="full")
+    p.add_argument("--swap", choices=("slowfs", "zram"), default="slowfs")
+    p.add_argument("-p", "--preset", default="paper2003")
+    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--out")
+    p.add_argument("--data-dir", default="/var/tmp/specx-data")
+    args = p.parse_args(argv)
+    args.modes = args.modes.split(",")
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        p.error(f"unknown mode '{unknown[0]}' (valid: {', '.join(MODES)})")
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    return args
+
+
+# ---- the jobs ----
+
+
+def sort_input(data_dir, mib):
+    """A text file of about MIB MiB of pseudo-random lines for sort, made once."""
+    path = os.path.join(data_dir, f"share-sort-{mib}.txt")
+    if not os.path.exists(path):
+        import random
+        rng = random.Random(mib)
+        with open(path + ".tmp", "w") as f:
+            written = 0
+            while written < mib * MIB:
+                line = f"{rng.getrandbits(64):016x} {rng.random():.12f} {rng.getrandbits(20)}\n"
+                f.write(line)
+                written += len(line)
+        os.rename(path + ".tmp", path)
+    return path
+
+
+def jobs(scale, data_dir):
+    """The four jobs: each a command line whose output does not depend on the memory it had."""
+    sweep = components.require("sweep", "the share benchmark's jobs")
+    mib, passes = scale["mib"], scale["passes"]
+    text = sort_input(data_dir, mib * 2 // 3)
+    return [
+        [sweep, str(mib), str(passes), "1"],
+        [sweep, str(mib), str(passes), "2"],
+        [sweep, str(mib), str(passes), "3"],
+        # sort keeps its whole input in a buffer of the working set's size, sorting in memory.
+        ["sh", "-c", f"sort -S {mib}M {shlex.quote(text)} | md5sum"],
+    ]
+
+
+# ---- one run ----
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def run_alone(job):
+    """A job with memory to spare: the time it needs, and its output."""
+    drop_caches()
+    t0 = time.monotonic()
+    proc = subprocess.run(job, capture_output=True)
+    return {"elapsed_s": time.monotonic() - t0, "output": proc.stdout.decode(errors="replace"),
+            "exit": proc.returncode}
+
+
+def group_stat(group, key):
+    with open(os.path.join(group.path, "memory.stat")) as f:
+        fields = dict(line.split() for line in f)
+    return int(fields.get(f"total_{key}", fields.get(key, 0)))
+
+
+def run_all_at_once(job_list, memory):
+    """Every job started at once in one group of MEMORY bytes."""
+    drop_caches()
+    name = f"specx-bench-share-{uuid.uuid4().hex[:8]}"
+    with memcg.limited(name, memory) as group:
+        t0 = time.monotonic()
+        procs = [subprocess.Popen(j, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  preexec_fn=group.add) for j in job_list]
+        outs, ends = [], []
+        for p in procs:
+            outs.append(p.communicate()[0].decode(errors="replace"))
+            ends.append(time.monotonic() - t0)
+        faults = group_stat(group, "pgmajfault")
+    return {"makespan_s": max(ends), "jobs": [
+        {"wall_s": e, "output": o, "exit": p.returncode} for e, o, p in zip(ends, outs, procs)],
+        "major_faults": faults, "major_faults_first_second": None, "prefetched_bytes": 0,
+        "switches": 0}
+
+
+def run_shared(job_list, memory, mode, quantum, out_dir):
+    """The jobs under specx share in MODE."""
+    drop_caches()
+    report = os.path.join(out_dir, f"share-{uuid.uuid4().hex[:8]}.json")
+    outputs = os.path.join(out_dir, f"share-out-{uuid.uuid4().hex[:8]}")
+    os.makedirs(outputs)
+    cmd = [components.specx_exe(), "share", "--memory", str(memory), "--quantum", quantum,
+           "--output", outputs, "--json", report, *MODES[mode], "--"]
+    for i, j in enumerate(job_list):
+        cmd += ([":::"] if i else []) + j
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    makespan = time.monotonic() - t0
+    if proc.returncode != 0 or not os.path.exists(report):
+        raise RuntimeError(f"specx share exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    with open(report) as f:
+        record = json.load(f)
+    os.unlink(report)
+    jobs_out = []
+    for j in record["jobs"]:
+        with open(os.path.join(outputs, f"{j['job']}.out")) as f:
+            jobs_out.append({"wall_s": j["wall_s"], "output": f.read(), "exit": j["exit_code"],
+                             "major_faults": j["major_faults"], "turns": j["turns"],
+                             "major_faults_first_second": j["major_faults_first_second"],
+                             "prefetched_bytes": j["prefetched_bytes"]})
+    for name in os.listdir(outputs):
+        os.unlink(os.path.join(outputs, name))
+    os.rmdir(outputs)
+    return {"makespan_s": makespan, "jobs": jobs_out, "switches": record["switches"],
+            "major_faults": sum(j["major_faults"] for j in jobs_out),
+            "major_faults_first_second": sum(j["major_faults_first_second"] for j in jobs_out),
+            "prefetched_bytes": sum(j["prefetched_bytes"] for j in jobs_out)}
+
+
+def run_mode(mode, job_list, memory, scale, out_dir):
+    if mode == "all-at-once":
+        return run_all_at_once(job_list, memory)
+    return run_shared(job_list, memory, mode, scale["quantum"], out_dir)
+
+
+# ---- the swap device ----
+
+
+@contextlib.contextmanager
+def swap_device(args, size):
+    """Swap space for the run: a loop device over a file on slowfs, or zram."""
+    if args.swap == "zram":
+        with swapspace.enabled(size, args.data_dir, kinds=("zram",)) as space:
+            yield f"zram ({space.path})"
+        return
+    backing = os.path.join(args.data_dir, "share-swap")
+    mountpoint = os.path.join(args.data_dir, ".mnt", "share-swap")
+    os.makedirs(backing, exist_ok=True)
+    with slowfs.mounted(backing, mountpoint, ["--preset", args.preset]):
+        with swapspace.enabled(size, mountpoint, kinds=("loop",)) as space:
+            yield f"loop device {space.path} over a file on slowfs --preset {args.preset}"
+
+
+# ---- results ----
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(records, alone):
+    """Per mode: medians over runs of the makespan, faults, prefetched bytes and each job's
+    slowdown against running alone; whether every output was the job's output alone."""
+    out = {}
+    for mode, runs in records.items():
+        out[mode] = {
+            "makespan_s": median([r["makespan_s"] for r in runs]),
+            "major_faults": median([r["major_faults"] for r in runs]),
+            "major_faults_first_second": median([r["major_faults_first_second"] for r in runs]),
+            "prefetched_mib": median([r["prefetched_bytes"] / MIB for r in runs]),
+            "switches": median([r["switches"] for r in runs]),
+            "slowdown": [median([r["jobs"][i]["wall_s"] / a["elapsed_s"] for r in runs])
+                         for i, a in enumerate(alone)],
+            "outputs_identical": all(r["jobs"][i]["output"] == a["output"] and
+                                     r["jobs"][i]["exit"] == a["exit"]
+                                     for r in runs for i, a in enumerate(alone)),
+        }
+    return out
+
+
+def ratio(summary, a, b, key="makespan_s"):
+    if a not in summary or b not in summary or not summary[b][key]:
+        return None
+    return summary[a][key] / summary[b][key]
+
+
+def bars(summary):
+    """The issue's bars that this run's modes can speak to: (figure, measured, bar, passed)."""
+    rows = []
+    def add(figure, value, bar, passed):
+        if value is not None:
+            rows.append((figure, value, bar, passed(value)))
+    add("major faults in turns' first second, model / none",
+        ratio(summary, "model", "none", "major_faults_first_second"), "<= 0.1", lambda v: v <= 0.1)
+    add("makespan model / none", ratio(summary, "model", "none"), "<= 0.75", lambda v: v <= 0.75)
+    add("makespan model / switch", ratio(summary, "model", "switch"), "<= 1.0", lambda v: v <= 1.0)
+    add("makespan model-50 / none", ratio(summary, "model-50", "none"), "<= 1.0",
+        lambda v: v <= 1.0)
+    add("makespan model / all-at-once", ratio(summary, "model", "all-at-once"), "<= 0.5",
+        lambda v: v <= 0.5)
+    return rows
+
+
+def fmt(v, digits=2):
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def markdown(result):
+    env, summary = result["environment"], result["summary"]
+    lines = [
+        "# specx bench share: job-speculative prefetching (Suh et al. 2001)", "",
+        f"{env['started']} – {env.get('finished', '')}; kernel {env['kernel']}; {env['cpus']} CPUs; "
+        f"scale `{env['scale']}`: 4 jobs of {env['job_mib']} MiB each in {env['memory_mib']} MiB "
+        f"(2 working sets), quantum {env['quantum']}; swap: {env['swap']}; "
+        f"{env['runs']} run(s) per mode, medians.", "",
+        "Jobs: " + "; ".join(f"{i + 1}. `{' '.join(os.path.basename(a) if k == 0 else a for k, a in enumerate(j))}`"
+                            for i, j in enumerate(env["jobs"])) + ".", "",
+        "Alone (memory to spare): " + ", ".join(f"job {i + 1} {a['elapsed_s']:.2f} s"
+                                                for i, a in enumerate(result["alone"])) + ".", "",
+        "| mode | makespan | vs none | major faults | in turns' first second | prefetched | "
+        "switches | slowdown per job | outputs as alone |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mode, m in summary.items():
+        vs = ratio(summary, mode, "none")
+        lines.append(
+            f"| {mode} | {fmt(m['makespan_s'])} s | {fmt(vs)} | {fmt(m['major_faults'], 0)} | "
+            f"{fmt(m['major_faults_first_second'], 0)} | {fmt(m['prefetched_mib'], 1)} MiB | "
+            f"{fmt(m['switches'], 0)} | {', '.join(fmt(x) for x in m['slowdown'])} | "
+            f"{'yes' if m['outputs_identical'] else '**NO**'} |")
+    lines += ["", "Slowdown: a job's wall time (from the start of the run to its end, turns of "
+              "the others included) over its time alone. Major faults: of the jobs' memory "
+              "groups (all-at-once: of the one group); in turns' first second: summed over "
+              "every turn (specx share only).", "", "## Bars (issue 11)", "",
+              "| figure | measured | bar | result |", "|---|---|---|---|"]
+    lines += [f"| {f} | {fmt(v)} | {b} | {'PASS' if ok else 'FAIL'} |"
+              for f, v, b, ok in bars(summary)]
+    if result.get("sweep"):
+        lines += ["", "## Major faults against memory (the paper's Figs. 1-2)", "",
+                  "| memory | " + " | ".join(SWEEP_MODES) + " |",
+                  "|---|" + "---|" * len(SWEEP_MODES)]
+        for point in result["sweep"]:
+            lines.append(f"| {point['memory_mib']} MiB | " + " | ".join(
+                f"{fmt(point['modes'].get(m, {}).get('major_faults'), 0)} "
+                f"({fmt(point['modes'].get(m, {}).get('makespan_s'), 1)} s)" for m in SWEEP_MODES) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figures(result, out_dir):
+    """The makespan per mode, and with --sweep the paper's Figs. 1-2 as major faults against
+    memory. Returns the files written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    written = []
+    summary = result["summary"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    names = list(summary)
+    ax1.bar(names, [summary[m]["makespan_s"] for m in names], color="#4477aa")
+    ax1.set_ylabel("makespan (s)")
+    ax1.set_title("Makespan of the four jobs")
+    ax2.bar(names, [summary[m]["major_faults"] or 0 for m in names], color="#cc6677")
+    ax2.set_ylabel("major page faults")
+    ax2.set_title("Major faults")
+    for ax in (ax1, ax2):
+        ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "results-share.png"), dpi=120)
+    plt.close(fig)
+    written.append("results-share.png")
+    if result.get("sweep"):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for mode, style in zip(SWEEP_MODES, ("o-", "s-", "^--")):
+            xs = [p["memory_mib"] for p in result["sweep"] if mode in p["modes"]]
+            ys = [p["modes"][mode]["major_faults"] for p in result["sweep"] if mode in p["modes"]]
+            ax.plot(xs, ys, style, label={"none": "no prefetching", "model": "prefetching",
+                                          "model-50": "prefetching, 50 % mispredicted"}[mode])
+        ax.set_xlabel("memory (MiB)")
+        ax.set_ylabel("major page faults (all jobs)")
+        ax.set_title("Faults against memory (cf. Suh et al. Figs. 1-2)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, "results-share-sweep.png"), dpi=120)
+        plt.close(fig)
+        written.append("results-share-sweep.png")
+    return written
+
+
+def save(result, out_dir):
+    with open(os.path.join(out_dir, "results-share.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(out_dir, "results-share.md"), "w") as f:
+        f.write(markdown(result))
+    return ["results-share.md", "results-share.json", *figures(result, out_dir)]
+
+
+# ---- the experiment ----
+
+
+def run_modes(modes, job_list, memory, scale, runs, out_dir, label=""):
+    """Every mode RUNS times, the order rotated per round so that no mode always goes first."""
+    records = {m: [] for m in modes}
+    for r in range(runs):
+        order = modes[r % len(modes):] + modes[:r % len(modes)]
+        for mode in order:
+            rec = run_mode(mode, job_list, memory, scale, out_dir)
+            records[mode].append(rec)
+            print(f"[share{label}] {mode} run {r + 1}: makespan {rec['makespan_s']:.2f} s, "
+                  f"{rec['major_faults']:,} major faults, "
+                  f"{rec['prefetched_bytes'] / MIB:.1f} MiB prefetched", flush=True)
+    return records
+
+
+def experiment(args, out_dir):
+    scale = SCALES[args.scale]
+    memory = (2 * scale["mib"] + SLACK_MIB) * MIB
+    job_list = jobs(scale, args.data_dir)
+    env = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "kernel": os.uname().release,
+           "cpus": os.cpu_count(), "scale": args.scale, "job_mib": scale["mib"],
+           "memory_mib": memory // MIB, "quantum": scale["quantum"], "runs": args.runs,
+           "modes": args.modes, "jobs": job_list}
+    result = {"environment": env}
+    swap_size = (len(job_list) * scale["mib"] + 64) * MIB
+    with swap_device(args, swap_size) as swap:
+        env["swap"] = swap
+        result["alone"] = [run_alone(j) for j in job_list]
+        for i, a in enumerate(result["alone"]):
+            print(f"[share] job {i + 1} alone: {a['elapsed_s']:.2f} s", flush=True)
+        records = run_modes(args.modes, job_list, memory, scale, args.runs, out_dir)
+        result["runs"] = {m: [{k: v for k, v in r.items() if k != "jobs"} |
+                              {"jobs": [{k: v for k, v in j.items() if k != "output"}
+                                        for j in r["jobs"]]} for r in rs]
+                          for m, rs in records.items()}
+        result["summary"] = summarize(records, result["alone"])
+        if args.sweep:
+            result["sweep"] = []
+            for factor in scale["sweep"]:
+                mem = int((factor * scale["mib"] + SLACK_MIB) * MIB)
+                recs = run_modes(list(SWEEP_MODES), job_list, mem, scale, 1, out_dir,
+                                 label=f" {mem // MIB} MiB")
+                result["sweep"].append({"memory_mib": mem // MIB,
+                                        "modes": summarize(recs, result["alone"])})
+    env["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return result
+
+
+def main(argv):
+    args = parse(argv)
+    if os.geteuid() != 0:
+        print("specx bench share: needs root (cgroups, swap space, drop_caches)", file=sys.stderr)
+        return 1
+    out_dir = args.out or os.path.join("bench-results", time.strftime("%Y%m%dT%H%M%SZ",
+                                                                       time.gmtime()))
+    os.makedirs(out_dir, exist_ok=True)
+    os.makedirs(args.data_dir, exist_ok=True)
+    args.data_dir = os.path.abspath(args.data_dir)
+    try:
+        with datasets.locked(args.data_dir):
+            result = experiment(args, out_dir)
+    except swapspace.Unavailable as e:
+        print(f"specx bench share: no swap space: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("specx bench share: interrupted", file=sys.stderr)
+        return 130
+    except RuntimeError as e:
+        print(f"specx bench share: {e}", file=sys.stderr)
+        return 1
+    written = save(result, out_dir)
+    print()
+    print(markdown(result))
+    print(f"Results in {out_dir}: {', '.join(written)}")
+    return 0 if all(m["outputs_identical"] for m in result["summary"].values()) else 1
