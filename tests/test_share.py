@@ -226,6 +226,26 @@ def test_a_job_killed_by_someone_else_leaves_the_rotation(specx, tmp_path):
     assert share_groups() == before
 
 
+@pytest.mark.root
+def test_the_next_run_removes_what_a_killed_run_left(specx):
+    """specx share killed outright (SIGKILL) cleans nothing: its jobs get the kernel's
+    parent-death signal, but a frozen one dies only once thawed, and the groups stay. The next
+    run removes them."""
+    marker = f"specx-test-share-{uuid.uuid4().hex[:8]}"
+    before = share_groups()
+    share = start_share("--quantum", "200ms", "--", *joined(py(SLEEPER, marker),
+                                                             py(SLEEPER, marker)))
+    assert wait_for(lambda: len(jobs_with(marker, share)) == 2)
+    share.kill()
+    share.wait()
+    assert share_groups() != before
+    proc = run_specx("share", "--", "true")
+    assert proc.returncode == 0
+    assert "left by a run that was killed" in proc.stderr
+    assert share_groups() == before
+    assert wait_for(lambda: processes_with(marker) == [])
+
+
 # ---- the benchmark's harness ----
 
 

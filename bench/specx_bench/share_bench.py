@@ -188,10 +188,16 @@ def run_shared(job_list, memory, mode, quantum, out_dir):
     for i, j in enumerate(job_list):
         cmd += ([":::"] if i else []) + j
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGTERM)   # specx share ends its jobs and removes its groups
+        proc.wait()
+        raise
     makespan = time.monotonic() - t0
     if proc.returncode != 0 or not os.path.exists(report):
-        raise RuntimeError(f"specx share exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+        raise RuntimeError(f"specx share exited {proc.returncode}: {err.strip()[-300:]}")
     with open(report) as f:
         record = json.load(f)
     os.unlink(report)

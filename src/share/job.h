@@ -49,6 +49,10 @@ struct share_job {
 int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t errsize);
 void share_groups_remove(struct share_groups *g);
 
+/* Removes the groups of earlier runs whose specx share was killed outright (SIGKILL: no
+ * cleanup ran): their processes are killed, frozen ones thawed so that they can die. */
+void share_groups_sweep_stale(void);
+
 /* Starts job J: its groups, frozen first unless RUN, then the process, in its groups before it
  * runs a single instruction of the command. Output goes to OUTPUT_DIR/N.out and .err, or
  * through pipes to share_stream_relay. -1 with a one-line reason in err. */

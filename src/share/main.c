@@ -17,21 +17,18 @@
 #include "job.h"
 #include "memory.h"
 #include "options.h"
+#include "prefetcher.h"
 #include "report.h"
 #include "rotation.h"
 #include "util.h"
 
 /* How long a freeze may take before the rotation goes on without waiting for it. */
 #define FREEZE_TIMEOUT_MS 2000
-/* How often the prefetch of a job is looked at to measure the swap-in bandwidth (model). */
-#define BANDWIDTH_POLL_NS (50ull * 1000000ull)
+/* How often the loop looks whether a prefetch has finished (its bandwidth is B of Eq. 11). */
+#define PREFETCH_POLL_NS (50ull * 1000000ull)
+/* A prefetch smaller than this says too little about the device to measure B by. */
+#define MEASURABLE_BYTES (1ull << 20)
 #define FIRST_SECOND_NS 1000000000ull
-
-/* A prefetch under way whose progress measures the bandwidth B of Eq. 11. */
-struct measure {
-    size_t job;            /* SIZE_MAX: none */
-    uint64_t bytes, t0;
-};
 
 struct share {
     struct share_options opt;
@@ -41,9 +38,14 @@ struct share {
     size_t n, current;
     uint64_t run_start, turn_start, turn_end;
     bool first_second_pending;
+    bool prefetching;       /* a prefetch is under way in the prefetcher's thread */
     size_t prefetched_next; /* the job prefetched for the coming turn (SIZE_MAX: none) */
+    /* --prefetch model: the job predicted to run next, and when its prefetch starts; planned
+     * once a turn (and again once B is first known). */
+    bool model_planned;
+    size_t predicted;
+    uint64_t model_at;
     double bandwidth;       /* B, bytes per second; 0 until measured */
-    struct measure measure;
     unsigned switches;
     int sigfd;
     int stop_signal;        /* the signal that interrupted the run, 0 if none */
@@ -82,12 +84,25 @@ static size_t prefetch_target(const struct share *s, size_t next)
 
 static void prefetch(struct share *s, size_t next)
 {
-    size_t target = prefetch_target(s, next);
-    uint64_t bytes = share_memory_prefetch(&s->jobs[target]);
-    s->jobs[target].prefetched_bytes += bytes;
+    share_prefetcher_request(&s->jobs[prefetch_target(s, next)]);
     s->prefetched_next = next;
-    if (bytes > 0 && s->measure.job == SIZE_MAX)
-        s->measure = (struct measure){ target, bytes, now_ns() };
+    s->prefetching = true;
+}
+
+/* A prefetch has finished: its bytes count for its job, and its rate is a measurement of the
+ * swap-in bandwidth B (process_madvise returns once the device has taken the last read). */
+static void collect_prefetch(struct share *s)
+{
+    struct share_prefetch_done d;
+    if (!share_prefetcher_collect(&d))
+        return;
+    s->prefetching = false;
+    d.job->prefetched_bytes += d.bytes;
+    if (d.bytes >= MEASURABLE_BYTES && d.ns > 0) {
+        double b = (double)d.bytes / ((double)d.ns / 1e9);
+        s->model_planned = s->model_planned && s->bandwidth > 0; /* first B: plan again */
+        s->bandwidth = s->bandwidth > 0 ? (s->bandwidth + b) / 2 : b;
+    }
 }
 
 /* Eq. 11 of the paper: the prefetch of the next job's S_PF bytes starts at T - S_PF / B, T the
@@ -102,24 +117,19 @@ static uint64_t model_start(const struct share *s, size_t next)
     return lead >= s->turn_end - s->turn_start ? s->turn_start : s->turn_end - lead;
 }
 
-/* A prefetch under way has brought in (nearly) everything it asked for: B = bytes / time. */
-static void measure_bandwidth(struct share *s, uint64_t now)
+/* The model's plan for this turn: which job comes next, and when its prefetch starts. */
+static void plan_model(struct share *s)
 {
-    struct measure *m = &s->measure;
-    if (m->job == SIZE_MAX)
+    s->model_planned = true;
+    s->predicted = SIZE_MAX;
+    s->model_at = UINT64_MAX;
+    if (!job_running(s, s->current))
         return;
-    if (!job_running(s, m->job)) {
-        m->job = SIZE_MAX;
+    size_t next = share_next_job(s->opt.scheduler, s->slots, s->n, s->current);
+    if (next == SIZE_MAX || next == s->current || s->prefetched_next == next)
         return;
-    }
-    uint64_t left = share_memory_swapped(&s->jobs[m->job]);
-    if (left > m->bytes / 20 && now - m->t0 < 10 * FIRST_SECOND_NS)
-        return;
-    double b = (double)(m->bytes - (left < m->bytes ? left : m->bytes)) /
-               ((double)(now - m->t0) / 1e9);
-    if (b > 0)
-        s->bandwidth = s->bandwidth > 0 ? (s->bandwidth + b) / 2 : b;
-    m->job = SIZE_MAX;
+    s->predicted = next;
+    s->model_at = model_start(s, next);
 }
 
 static void start_turn(struct share *s, size_t next, uint64_t now)
@@ -135,6 +145,7 @@ static void start_turn(struct share *s, size_t next, uint64_t now)
     s->turn_end = now + turn_length(s, next);
     s->first_second_pending = true;
     s->prefetched_next = SIZE_MAX;
+    s->model_planned = false;
 }
 
 /* The major faults of the current job's turn so far count as its first second's: the second
@@ -228,8 +239,8 @@ static int poll_timeout_ms(const struct share *s, uint64_t now, uint64_t model_a
         due = s->turn_start + FIRST_SECOND_NS;
     if (model_at < due)
         due = model_at;
-    if (s->measure.job != SIZE_MAX && now + BANDWIDTH_POLL_NS < due)
-        due = now + BANDWIDTH_POLL_NS;
+    if (s->prefetching && now + PREFETCH_POLL_NS < due)
+        due = now + PREFETCH_POLL_NS;
     return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
 }
 
@@ -257,13 +268,13 @@ static bool output_open(const struct share *s)
 }
 
 /* Things due at NOW besides output and signals. */
-static void on_time(struct share *s, uint64_t now, uint64_t model_at, size_t predicted)
+static void on_time(struct share *s, uint64_t now)
 {
     if (now >= s->turn_start + FIRST_SECOND_NS)
         end_first_second(s);
-    measure_bandwidth(s, now);
-    if (predicted != SIZE_MAX && now >= model_at && s->prefetched_next != predicted)
-        prefetch(s, predicted);
+    collect_prefetch(s);
+    if (s->predicted != SIZE_MAX && now >= s->model_at && s->prefetched_next != s->predicted)
+        prefetch(s, s->predicted);
     if (now >= s->turn_end && job_running(s, s->current))
         switch_turn(s, true);
 }
@@ -273,15 +284,8 @@ static void run_loop(struct share *s)
     struct pollfd fds[1 + 2 * s->n];
     while ((any_running(s) || output_open(s)) && !s->stop_signal) {
         uint64_t now = now_ns();
-        size_t predicted = SIZE_MAX;
-        uint64_t model_at = UINT64_MAX;
-        if (s->opt.prefetch == PREFETCH_MODEL && job_running(s, s->current)) {
-            predicted = share_next_job(s->opt.scheduler, s->slots, s->n, s->current);
-            if (predicted == s->current)
-                predicted = SIZE_MAX;
-            else if (predicted != SIZE_MAX && s->prefetched_next != predicted)
-                model_at = model_start(s, predicted);
-        }
+        if (s->opt.prefetch == PREFETCH_MODEL && !s->model_planned)
+            plan_model(s);
         size_t nfds = 0;
         fds[nfds++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
         for (size_t i = 0; i < s->n; i++) {
@@ -290,14 +294,14 @@ static void run_loop(struct share *s)
             if (s->jobs[i].err.fd >= 0)
                 fds[nfds++] = (struct pollfd){ .fd = s->jobs[i].err.fd, .events = POLLIN };
         }
-        int timeout = any_running(s) ? poll_timeout_ms(s, now, model_at) : -1;
+        int timeout = any_running(s) ? poll_timeout_ms(s, now, s->model_at) : -1;
         if (poll(fds, nfds, timeout) < 0 && errno != EINTR)
             break;
         if (fds[0].revents)
             on_signal(s);
         relay_output(s, fds, nfds);
         if (any_running(s))
-            on_time(s, now_ns(), model_at, predicted);
+            on_time(s, now_ns());
     }
 }
 
@@ -403,7 +407,7 @@ static void write_reports(struct share *s, int exit_code)
 int main(int argc, char **argv)
 {
     specx_set_progname("specx share");
-    struct share s = { .prefetched_next = SIZE_MAX, .measure = { .job = SIZE_MAX } };
+    struct share s = { .prefetched_next = SIZE_MAX, .predicted = SIZE_MAX, .model_at = UINT64_MAX };
     char err[512];
     if (share_options_parse(argc, argv, &s.opt, err, sizeof err) < 0)
         specx_die(2, "%s", err);
@@ -424,7 +428,10 @@ int main(int argc, char **argv)
     if ((s.sigfd = open_signalfd()) < 0)
         specx_die(1, "signalfd: %s", strerror(errno));
     srand48((long)now_ns());
+    share_groups_sweep_stale();
     start_all(&s);
+    if (s.opt.prefetch != PREFETCH_NONE && share_prefetcher_start() < 0)
+        specx_die(1, "cannot start the prefetching thread: %s", strerror(errno));
     run_loop(&s);
     end_all(&s);
     int code = s.stop_signal ? 128 + s.stop_signal : worst_exit_code(&s);

@@ -1,0 +1,77 @@
+/* See prefetcher.h. */
+#include "prefetcher.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memory.h"
+
+#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_WHO_PROCESS 1
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static struct share_job *wanted;
+static struct share_prefetch_done done;
+static bool done_ready;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *run(void *arg)
+{
+    (void)arg;
+    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        while (!wanted)
+            pthread_cond_wait(&wake, &lock);
+        struct share_job *job = wanted;
+        wanted = NULL;
+        pthread_mutex_unlock(&lock);
+        uint64_t t0 = now_ns();
+        uint64_t bytes = share_memory_prefetch(job);
+        pthread_mutex_lock(&lock);
+        done = (struct share_prefetch_done){ job, bytes, now_ns() - t0 };
+        done_ready = true;
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+int share_prefetcher_start(void)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, run, NULL);
+    pthread_attr_destroy(&attr);
+    return err ? -1 : 0;
+}
+
+void share_prefetcher_request(struct share_job *job)
+{
+    pthread_mutex_lock(&lock);
+    wanted = job;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+}
+
+bool share_prefetcher_collect(struct share_prefetch_done *out)
+{
+    pthread_mutex_lock(&lock);
+    bool ready = done_ready;
+    if (ready)
+        *out = done;
+    done_ready = false;
+    pthread_mutex_unlock(&lock);
+    return ready;
+}
