@@ -118,35 +118,35 @@ static struct swapped_list swapped_pages(pid_t pid, const struct ranges *r)
     return l;
 }
 
-/* Most recently used first (Suh et al. §2: the next job's pages in the order it last used
- * them). Without idle-page tracking here, the swap device is the record: reclaim writes the
- * least recently used pages out first, into increasing slots, so the highest slots hold the
- * most recently used of the pages that were pushed out (docs/DESIGN.md §7 measures how close
- * that is to the true order). */
-static int by_slot_descending(const void *a, const void *b)
+/* In the order the pages were pushed out, which is the order of their slots: reclaim writes
+ * out the least recently used first, into increasing slots. The paper brings a job's pages in
+ * most recently used first, but nothing on this kernel tells that order (no idle-page
+ * tracking, no soft-dirty bits; bench/share-recency found slot order, like address order,
+ * uncorrelated with true recency: docs/DESIGN.md §7); slot order at least reads the swap
+ * device from start to end, in the largest requests it can merge, and for a job that sweeps
+ * its memory it is the order of next use. */
+static int by_slot(const void *a, const void *b)
 {
     const struct swapped_page *x = a, *y = b;
-    return x->slot < y->slot ? 1 : x->slot > y->slot ? -1 : 0;
+    return x->slot > y->slot ? 1 : x->slot < y->slot ? -1 : 0;
 }
 
 /* The pages in that order as ranges: neighbours in both address and slot go in one range, which
  * the kernel reads as one run of the device. */
-static struct ranges in_recency_order(struct swapped_list *l)
+static struct ranges in_slot_order(struct swapped_list *l)
 {
     struct ranges r = { 0 };
-    qsort(l->pages, l->n, sizeof *l->pages, by_slot_descending);
+    qsort(l->pages, l->n, sizeof *l->pages, by_slot);
     r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
     if (!r.iov)
         return r;
     for (size_t i = 0; i < l->n; i++) {
         struct iovec *last = r.n ? &r.iov[r.n - 1] : NULL;
-        if (last && l->pages[i].addr + PAGE_SIZE_BYTES == (uintptr_t)last->iov_base &&
-            l->pages[i].slot + 1 == l->pages[i - 1].slot) {
-            last->iov_base = (void *)l->pages[i].addr;
+        if (last && (uintptr_t)last->iov_base + last->iov_len == l->pages[i].addr &&
+            l->pages[i - 1].slot + 1 == l->pages[i].slot)
             last->iov_len += PAGE_SIZE_BYTES;
-        } else {
+        else
             r.iov[r.n++] = (struct iovec){ (void *)l->pages[i].addr, PAGE_SIZE_BYTES };
-        }
     }
     return r;
 }
@@ -160,7 +160,7 @@ static void advise(int pidfd, const struct ranges *r, int advice)
 }
 
 /* One process of the job: its swapped bytes; with ADVICE (0: none) given over all its
- * anonymous memory, or over its swapped pages most recent first (MADV_WILLNEED). */
+ * anonymous memory, or over its swapped pages in slot order (MADV_WILLNEED). */
 static uint64_t visit(pid_t pid, int advice)
 {
     struct ranges all = anonymous_ranges(pid);
@@ -168,7 +168,7 @@ static uint64_t visit(pid_t pid, int advice)
     uint64_t bytes = swapped.n * PAGE_SIZE_BYTES;
     int pidfd = advice ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
     if (pidfd >= 0 && advice == MADV_WILLNEED) {
-        struct ranges order = in_recency_order(&swapped);
+        struct ranges order = in_slot_order(&swapped);
         advise(pidfd, &order, advice);
         free(order.iov);
     } else if (pidfd >= 0) {

@@ -11,9 +11,9 @@
  * /proc/PID/pagemap). */
 uint64_t share_memory_swapped(const struct share_job *j);
 
-/* Asks the kernel to read the job's swapped-out memory back in (process_madvise
- * MADV_WILLNEED over its private anonymous mappings; asynchronous, into the swap cache the
- * job's faults then find). Returns the bytes that were swapped out when asked. */
+/* Asks the kernel to read the job's swapped-out memory back in, in the order of its swap
+ * slots (process_madvise MADV_WILLNEED; into the swap cache the job's faults then find).
+ * Returns the bytes that were swapped out when asked. */
 uint64_t share_memory_prefetch(const struct share_job *j);
 
 /* After the job's turn: marks its private anonymous memory cold (MADV_COLD: first to be

@@ -14,7 +14,7 @@
 /* Starts the thread. -1 with errno. */
 int share_prefetcher_start(void);
 
-/* Asks for JOB's swapped-out memory to be brought in, most recent first. A request not yet
+/* Asks for JOB's swapped-out memory to be brought in (memory.h). A request not yet
  * begun is replaced by a newer one. */
 void share_prefetcher_request(struct share_job *job);
 
