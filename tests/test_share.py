@@ -1,6 +1,7 @@
 """`specx share` (issue 11; Suh et al. 2001): jobs run in turns, their outputs and exit
 statuses those of the jobs run alone, and nothing left behind however the run ends. Whether
 prefetching pays is measured by `specx bench share`, not here."""
+import contextlib
 import json
 import os
 import pathlib
@@ -250,8 +251,9 @@ def test_the_next_run_removes_what_a_killed_run_left(specx):
 
 
 def swaps():
+    """The swap areas in use (their use changes with whatever else runs)."""
     with open("/proc/swaps") as f:
-        return f.read().splitlines()[1:]
+        return {line.split()[0] for line in f.read().splitlines()[1:]}
 
 
 @pytest.mark.root
@@ -274,3 +276,72 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
     assert set(summary) == {"all-at-once", "none", "model"}
     assert all(m["outputs_identical"] for m in summary.values())
     assert swaps() == before_swaps and share_groups() == before_groups
+
+
+# ---- --follow: someone else's rotation ----
+
+
+def freezer_root():
+    if os.path.exists("/sys/fs/cgroup/freezer/freezer.state") or \
+            os.path.isdir("/sys/fs/cgroup/freezer"):
+        return "/sys/fs/cgroup/freezer", "freezer.state", ("FROZEN", "THAWED")
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return "/sys/fs/cgroup", "cgroup.freeze", ("1", "0")
+    return None
+
+
+@pytest.mark.root
+def test_follow_learns_a_rotation_it_does_not_drive(specx, tmp_path):
+    """A script freezes and thaws three groups in turn (as Slurm's gang scheduling would);
+    specx share --follow only watches, learns who comes after whom, and predicts it."""
+    found = freezer_root()
+    if found is None:
+        pytest.skip("no cgroup freezer here")
+    root, state_file, (frozen, thawed) = found
+    base = os.path.join(root, f"specx-test-follow-{uuid.uuid4().hex[:8]}")
+    os.mkdir(base)
+    groups = [os.path.join(base, f"g{i}") for i in range(3)]
+    procs = []
+    try:
+        for g in groups:   # each process joins its group thawed (frozen, it would stop
+            os.mkdir(g)    # before its exec, and Popen with it), then the group freezes
+            procs.append(subprocess.Popen(py("import time\nwhile True: time.sleep(0.01)"),
+                                          preexec_fn=lambda g=g: pathlib.Path(
+                                              g, "cgroup.procs").write_text("0")))
+            pathlib.Path(g, state_file).write_text(frozen)
+        report = tmp_path / "follow.json"
+        follower = start_share("--follow", "--json", report, *groups)
+        time.sleep(0.3)
+        for turn in range(12):   # four rounds of 1, 2, 3
+            g = groups[turn % 3]
+            pathlib.Path(g, state_file).write_text(thawed)
+            time.sleep(0.15)
+            pathlib.Path(g, state_file).write_text(frozen)
+        time.sleep(0.1)
+        follower.terminate()   # before the groups are thawed to be removed: no more turns
+        out, err = follower.communicate(timeout=30)
+    finally:
+        for p in procs:
+            p.kill()
+        for g in groups:
+            with contextlib.suppress(OSError):
+                pathlib.Path(g, state_file).write_text(thawed)
+        for p in procs:
+            p.wait()
+        for g in groups:
+            wait_for(lambda: rmdir_ok(g))
+        wait_for(lambda: rmdir_ok(base))
+    assert follower.returncode == 128 + signal.SIGTERM, err
+    record = json.loads(report.read_text())
+    assert [g["turns"] for g in record["groups"]] == [4, 4, 4]
+    assert record["predicted_right"] >= 10 and record["predicted_wrong"] == 0, record
+
+
+def rmdir_ok(path):
+    try:
+        os.rmdir(path)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "follow.h"
 #include "job.h"
 #include "memory.h"
 #include "options.h"
@@ -427,6 +428,11 @@ int main(int argc, char **argv)
     check_paths(&s);
     if ((s.sigfd = open_signalfd()) < 0)
         specx_die(1, "signalfd: %s", strerror(errno));
+    if (s.opt.follow) {
+        int code = share_follow(&s.opt, s.sigfd);
+        share_options_free(&s.opt);
+        return code;
+    }
     srand48((long)now_ns());
     share_groups_sweep_stale();
     start_all(&s);

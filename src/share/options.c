@@ -122,6 +122,7 @@ void share_options_usage(FILE *out)
     fprintf(out,
         "Usage: specx share [OPTIONS] -- CMD [ARGS...] [::: CMD [ARGS...]]...\n"
         "       specx share [OPTIONS] --jobs FILE\n"
+        "       specx share --follow [OPTIONS] CGROUP...\n"
         "\n"
         "Run memory-hungry jobs in turns instead of all at once: one job runs for a\n"
         "quantum while the others are frozen, and during its turn the next job's memory\n"
@@ -147,6 +148,9 @@ void share_options_usage(FILE *out)
         "  -o, --output DIR        write each job's output to DIR/N.out and DIR/N.err\n"
         "                          (default: each line on our stdout or stderr, prefixed\n"
         "                          with \"[N] \", N the job's number from 1)\n"
+        "      --follow            schedule nothing: watch the given cgroups, frozen and\n"
+        "                          thawed in turns by someone else (Slurm, a script), and\n"
+        "                          prefetch the one predicted next\n"
         "  -r, --report            print a table of the jobs and turns to stderr at the end\n"
         "      --json FILE         write the same as JSON to FILE ('-': stdout)\n"
         "  -h, --help              show this help\n"
@@ -214,6 +218,8 @@ static int take_jobs(int argc, char **argv, const char *jobs_file, struct share_
                      char *err, size_t errsize)
 {
     long n;
+    if (jobs_file && o->follow)
+        return specx_format_error(err, errsize, "--follow takes cgroups, not --jobs");
     if (jobs_file && argc > 0)
         return specx_format_error(err, errsize, "give the jobs after '--' or with --jobs, not both");
     if (jobs_file) {
@@ -222,7 +228,19 @@ static int take_jobs(int argc, char **argv, const char *jobs_file, struct share_
             return specx_format_error(err, errsize, "cannot read --jobs '%s': %s", jobs_file,
                                       strerror(errno));
     } else if (argc == 0) {
-        return specx_format_error(err, errsize, "no jobs; see 'specx share --help'");
+        return specx_format_error(err, errsize, o->follow ? "--follow needs the cgroups to follow"
+                                                          : "no jobs; see 'specx share --help'");
+    } else if (o->follow) { /* each argument a group */
+        n = argc;
+        o->jobs = calloc((size_t)argc, sizeof *o->jobs);
+        for (int i = 0; o->jobs && i < argc; i++) {
+            o->jobs[i].argv = calloc(2, sizeof(char *));
+            if (!o->jobs[i].argv)
+                return specx_format_error(err, errsize, "out of memory");
+            o->jobs[i].argv[0] = argv[i];
+        }
+        if (!o->jobs)
+            return specx_format_error(err, errsize, "out of memory");
     } else {
         n = share_split_commands(argc, argv, &o->jobs);
         if (n < 0)
@@ -249,6 +267,7 @@ int share_options_parse(int argc, char **argv, struct share_options *o, char *er
         { "output", required_argument, NULL, 'o' },
         { "report", no_argument, NULL, 'r' },
         { "json", required_argument, NULL, 'J' },
+        { "follow", no_argument, NULL, 'F' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -264,6 +283,7 @@ int share_options_parse(int argc, char **argv, struct share_options *o, char *er
         case 'o': o->output_dir = optarg; break;
         case 'r': o->report = true; break;
         case 'J': o->json = optarg; break;
+        case 'F': o->follow = true; break;
         case 'h': o->help = true; break;
         case 'V': o->version = true; break;
         case ':':

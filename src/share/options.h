@@ -26,6 +26,7 @@ struct share_options {
     const char *output_dir;         /* NULL: lines prefixed "[N] " on our stdout/stderr */
     bool report;
     const char *json;               /* NULL, "-" for stdout, or a path */
+    bool follow;                    /* --follow: the jobs are cgroups someone else rotates */
     bool help, version;
     struct share_command *jobs;     /* malloc'd */
     size_t njobs;
