@@ -8,6 +8,8 @@ Four memory-hungry jobs whose working sets together are twice the memory they ar
   switch       specx share, the next job's memory prefetched at the switch
   model        specx share, prefetched during the current turn at T - S_PF/B (Eq. 11)
   model-50     model, with half of the prefetches going to a wrong job (--mispredict 0.5)
+  model-cold, model-pageout
+               model, the job whose turn ended given MADV_COLD or MADV_PAGEOUT (not default)
 
 swapping to a loop device over a file on slowfs (a disk's latency; --swap zram for the fast
 case). Each job also runs alone, with memory to spare, for its slowdown. With --sweep the
@@ -34,7 +36,11 @@ MODES = {
     "switch": ["--prefetch", "switch"],
     "model": ["--prefetch", "model"],
     "model-50": ["--prefetch", "model", "--mispredict", "0.5"],
+    # The release hints (the paper's related work): not run by default.
+    "model-cold": ["--prefetch", "model", "--release", "cold"],
+    "model-pageout": ["--prefetch", "model", "--release", "pageout"],
 }
+DEFAULT_MODES = ("all-at-once", "none", "switch", "model", "model-50")
 SWEEP_MODES = ("none", "model", "model-50")
 # Per scale: the working set of each job (MiB), passes of each sweep job, the quantum, and the
 # memory sizes of the sweep as multiples of one working set.
@@ -54,7 +60,8 @@ whose working sets are twice the memory given to them, in the modes
 all-at-once, none, switch, model and model-50; each job also runs alone.
 
 Options:
-      --modes LIST        comma-separated modes (default all five)
+      --modes LIST        comma-separated modes (default all-at-once, none, switch,
+                          model, model-50; also model-cold, model-pageout)
       --runs N            runs per mode (default 3)
       --scale full|demo|test
                           working sets of 256, 48 or 16 MiB per job (default full)
@@ -83,7 +90,7 @@ class Parser(argparse.ArgumentParser):
 def parse(argv):
     p = Parser(prog="specx bench share", add_help=False)
     p.add_argument("-h", "--help", action="help")
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--modes", default=",".join(DEFAULT_MODES))
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--scale", choices=tuple(SCALES), default="full")
     p.add_argument("--swap", choices=("slowfs", "zram"), default="slowfs")

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -189,6 +190,24 @@ int specx_cgroup_attach(const struct specx_cgroup *cg, pid_t pid)
     char text[32];
     snprintf(text, sizeof text, "%d\n", (int)pid);
     return specx_cgroup_write(cg, "cgroup.procs", text);
+}
+
+long specx_cgroup_procs(const struct specx_cgroup *cg, pid_t *pids, size_t max)
+{
+    char text[65536];
+    long len = specx_cgroup_read(cg, "cgroup.procs", text, sizeof text - 1);
+    if (len < 0)
+        return -1;
+    text[len] = '\0';
+    size_t n = 0;
+    for (char *p = text, *end; *p && n < max; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0)
+            pids[n++] = (pid_t)pid;
+    }
+    return (long)n;
 }
 
 bool specx_cgroup_is_empty(const struct specx_cgroup *cg)

@@ -104,7 +104,7 @@ static void turn_begins(struct follow *f, size_t i, uint64_t now)
     f->g[i].job.turns++;
     f->current = i;
     if (f->opt->prefetch == PREFETCH_SWITCH)
-        share_prefetcher_request(&f->g[i].job);
+        share_prefetcher_request(&(struct share_prefetch_request){ .job = &f->g[i].job });
     f->predicted = predict_after(f, i);
     f->model_at = f->predicted == SIZE_MAX ? UINT64_MAX : model_start(f, i, f->predicted);
 }
@@ -218,7 +218,7 @@ int share_follow(const struct share_options *o, int sigfd)
             stop = (int)si.ssi_signo;
         collect(&f);
         if (f.predicted != SIZE_MAX && now_ns() >= f.model_at) {
-            share_prefetcher_request(&f.g[f.predicted].job);
+            share_prefetcher_request(&(struct share_prefetch_request){ .job = &f.g[f.predicted].job });
             f.model_at = UINT64_MAX;
         }
     }

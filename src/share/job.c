@@ -75,18 +75,10 @@ void share_groups_remove(struct share_groups *g)
 /* SIGKILL to every process listed in the group. */
 static void kill_group(const struct specx_cgroup *cg)
 {
-    char text[65536];
-    long n = specx_cgroup_read(cg, "cgroup.procs", text, sizeof text - 1);
-    if (n <= 0)
-        return;
-    text[n] = '\0';
-    for (char *p = text, *end; *p; p = end) {
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (pid > 0)
-            kill((pid_t)pid, SIGKILL);
-    }
+    pid_t pids[4096];
+    long n = specx_cgroup_procs(cg, pids, sizeof pids / sizeof pids[0]);
+    for (long i = 0; i < n; i++)
+        kill(pids[i], SIGKILL);
 }
 
 /* Kills whatever runs in the group at DIR and below, thaws it, waits for it to empty and

@@ -85,7 +85,16 @@ static size_t prefetch_target(const struct share *s, size_t next)
 
 static void prefetch(struct share *s, size_t next)
 {
-    share_prefetcher_request(&s->jobs[prefetch_target(s, next)]);
+    size_t target = prefetch_target(s, next);
+    struct share_prefetch_request r = { .job = &s->jobs[target], .room_of = &s->groups.mem };
+    /* Room is made from the jobs whose turns are furthest away: in the rotation's order after
+     * the target, the last first. */
+    for (size_t k = s->n - 1; k > 0 && r.nevict < SHARE_EVICT_MAX; k--) {
+        size_t i = (target + k) % s->n;
+        if (i != s->current && job_running(s, i))
+            r.evict[r.nevict++] = &s->jobs[i];
+    }
+    share_prefetcher_request(&r);
     s->prefetched_next = next;
     s->prefetching = true;
 }

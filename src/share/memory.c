@@ -11,7 +11,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "kfile.h"
 #include "maps.h"
+#include "memcg.h"
 #include "program_pagemap.h"
 
 #define PAGE_SIZE_BYTES 4096ull
@@ -131,12 +133,11 @@ static int by_slot(const void *a, const void *b)
     return x->slot > y->slot ? 1 : x->slot < y->slot ? -1 : 0;
 }
 
-/* The pages in that order as ranges: neighbours in both address and slot go in one range, which
+/* The pages (sorted by slot) as ranges: neighbours in both address and slot go in one range, which
  * the kernel reads as one run of the device. */
 static struct ranges in_slot_order(struct swapped_list *l)
 {
     struct ranges r = { 0 };
-    qsort(l->pages, l->n, sizeof *l->pages, by_slot);
     r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
     if (!r.iov)
         return r;
@@ -160,11 +161,18 @@ static void advise(int pidfd, const struct ranges *r, int advice)
 }
 
 /* One process of the job: its swapped bytes; with ADVICE (0: none) given over all its
- * anonymous memory, or over its swapped pages in slot order (MADV_WILLNEED). */
-static uint64_t visit(pid_t pid, int advice)
+ * anonymous memory, or over its swapped pages in slot order (MADV_WILLNEED), at most *BUDGET
+ * bytes of them (what is asked for comes off the budget). */
+static uint64_t visit(pid_t pid, int advice, uint64_t *budget)
 {
     struct ranges all = anonymous_ranges(pid);
     struct swapped_list swapped = swapped_pages(pid, &all);
+    if (advice == MADV_WILLNEED) {
+        qsort(swapped.pages, swapped.n, sizeof *swapped.pages, by_slot);
+        if (swapped.n * PAGE_SIZE_BYTES > *budget)
+            swapped.n = *budget / PAGE_SIZE_BYTES;
+        *budget -= swapped.n * PAGE_SIZE_BYTES;
+    }
     uint64_t bytes = swapped.n * PAGE_SIZE_BYTES;
     int pidfd = advice ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
     if (pidfd >= 0 && advice == MADV_WILLNEED) {
@@ -183,35 +191,44 @@ static uint64_t visit(pid_t pid, int advice)
 
 /* Every process of the job (a shell's children too: all are in its memory group), each
  * visited with ADVICE; returns their swapped bytes before. */
-static uint64_t visit_job(const struct share_job *j, int advice)
+static uint64_t visit_job(const struct share_job *j, int advice, uint64_t budget)
 {
-    char text[65536];
-    long n = specx_cgroup_read(&j->mem, "cgroup.procs", text, sizeof text - 1);
+    pid_t pids[4096];
+    long n = specx_cgroup_procs(&j->mem, pids, sizeof pids / sizeof pids[0]);
     uint64_t bytes = 0;
-    if (n <= 0)
-        return 0;
-    text[n] = '\0';
-    for (char *p = text, *end; *p; p = end) {
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (pid > 0)
-            bytes += visit((pid_t)pid, advice);
-    }
+    for (long i = 0; i < n; i++)
+        bytes += visit(pids[i], advice, &budget);
     return bytes;
 }
 
 uint64_t share_memory_swapped(const struct share_job *j)
 {
-    return visit_job(j, 0);
+    return visit_job(j, 0, UINT64_MAX);
 }
 
-uint64_t share_memory_prefetch(const struct share_job *j)
+uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes)
 {
-    return visit_job(j, MADV_WILLNEED);
+    return visit_job(j, MADV_WILLNEED, max_bytes);
 }
 
 void share_memory_release(const struct share_job *j, int advice)
 {
-    visit_job(j, advice);
+    visit_job(j, advice, UINT64_MAX);
+}
+
+uint64_t share_memory_room(const struct specx_cgroup *group)
+{
+    uint64_t limit = group ? specx_memcg_limit(group) : 0, free_bytes = 0;
+    if (limit && limit < (1ull << 60)) {
+        uint64_t usage = specx_memcg_usage(group);
+        free_bytes = usage < limit ? limit - usage : 0;
+    } else {
+        char text[4096];
+        uint64_t kb = 0;
+        if (specx_kfile_read("/proc/meminfo", text, sizeof text) > 0)
+            specx_kfile_key_u64(text, "MemAvailable:", &kb);
+        limit = free_bytes = kb * 1024;
+    }
+    uint64_t margin = limit / 16 > (4ull << 20) ? limit / 16 : (4ull << 20);
+    return free_bytes > margin ? free_bytes - margin : 0;
 }

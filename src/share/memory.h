@@ -12,9 +12,16 @@
 uint64_t share_memory_swapped(const struct share_job *j);
 
 /* Asks the kernel to read the job's swapped-out memory back in, in the order of its swap
- * slots (process_madvise MADV_WILLNEED; into the swap cache the job's faults then find).
- * Returns the bytes that were swapped out when asked. */
-uint64_t share_memory_prefetch(const struct share_job *j);
+ * slots, at most MAX_BYTES of it (process_madvise MADV_WILLNEED; into the swap cache the job's
+ * faults then find). Returns the bytes asked for. */
+uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes);
+
+/* Memory free for a prefetch now: below the limit of GROUP (NULL or no limit: the machine's
+ * MemAvailable), less a margin of a sixteenth (at least 4 MiB) for the running job to grow
+ * into. A prefetch never takes more: what it brings in must not push the running job's pages
+ * out, nor leave the kernel to reclaim in a hurry — a job was OOM-killed when it did (a
+ * prefetch during the turn, every page of the group active; docs/DESIGN.md §7). */
+uint64_t share_memory_room(const struct specx_cgroup *group);
 
 /* After the job's turn: marks its private anonymous memory cold (MADV_COLD: first to be
  * reclaimed) or pages it out now (MADV_PAGEOUT), so that the next job's memory evicts it

@@ -2,6 +2,7 @@
 #include "prefetcher.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,7 +15,8 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static struct share_job *wanted;
+static struct share_prefetch_request wanted;
+static bool requested;
 static struct share_prefetch_done done;
 static bool done_ready;
 
@@ -25,21 +27,31 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t prefetch(const struct share_prefetch_request *r)
+{
+    uint64_t need = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
+    for (size_t i = 0; i < r->nevict && room < need; i++) {
+        share_memory_release(r->evict[i], MADV_PAGEOUT);
+        room = share_memory_room(r->room_of);
+    }
+    return share_memory_prefetch(r->job, need < room ? need : room);
+}
+
 static void *run(void *arg)
 {
     (void)arg;
     syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
     for (;;) {
         pthread_mutex_lock(&lock);
-        while (!wanted)
+        while (!requested)
             pthread_cond_wait(&wake, &lock);
-        struct share_job *job = wanted;
-        wanted = NULL;
+        struct share_prefetch_request r = wanted;
+        requested = false;
         pthread_mutex_unlock(&lock);
         uint64_t t0 = now_ns();
-        uint64_t bytes = share_memory_prefetch(job);
+        uint64_t bytes = prefetch(&r);
         pthread_mutex_lock(&lock);
-        done = (struct share_prefetch_done){ job, bytes, now_ns() - t0 };
+        done = (struct share_prefetch_done){ r.job, bytes, now_ns() - t0 };
         done_ready = true;
         pthread_mutex_unlock(&lock);
     }
@@ -57,10 +69,11 @@ int share_prefetcher_start(void)
     return err ? -1 : 0;
 }
 
-void share_prefetcher_request(struct share_job *job)
+void share_prefetcher_request(const struct share_prefetch_request *r)
 {
     pthread_mutex_lock(&lock);
-    wanted = job;
+    wanted = *r;
+    requested = true;
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
 }

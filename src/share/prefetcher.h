@@ -14,9 +14,22 @@
 /* Starts the thread. -1 with errno. */
 int share_prefetcher_start(void);
 
-/* Asks for JOB's swapped-out memory to be brought in (memory.h). A request not yet
- * begun is replaced by a newer one. */
-void share_prefetcher_request(struct share_job *job);
+#define SHARE_EVICT_MAX 64
+
+/* A prefetch: JOB's swapped-out memory brought in (memory.h), no more of it than there is room
+ * for below ROOM_OF's limit (NULL: the machine's available memory). When the room is short,
+ * the frozen jobs in EVICT are paged out first (MADV_PAGEOUT), the one whose turn is furthest
+ * first, until there is room: the paper's S_PF is bounded by the memory left, and the kernel
+ * must never have to find room in a hurry while the running job faults. */
+struct share_prefetch_request {
+    struct share_job *job;
+    const struct specx_cgroup *room_of;
+    struct share_job *evict[SHARE_EVICT_MAX];
+    size_t nevict;
+};
+
+/* Asks for a prefetch. A request not yet begun is replaced by a newer one. */
+void share_prefetcher_request(const struct share_prefetch_request *r);
 
 /* A finished prefetch, if there is one not collected yet: its job, the bytes it asked for and
  * how long the asking took. */
