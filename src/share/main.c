@@ -88,10 +88,11 @@ static void prefetch(struct share *s, size_t next)
     size_t target = prefetch_target(s, next);
     struct share_prefetch_request r = { .job = &s->jobs[target], .room_of = &s->groups.mem };
     /* Room is made from the jobs whose turns are furthest away: in the rotation's order after
-     * the target, the last first. */
+     * the next job, the last first. A mispredicted prefetch (--mispredict) evicts by the same
+     * order: it never takes the right job's memory away too. */
     for (size_t k = s->n - 1; k > 0 && r.nevict < SHARE_EVICT_MAX; k--) {
-        size_t i = (target + k) % s->n;
-        if (i != s->current && job_running(s, i))
+        size_t i = (next + k) % s->n;
+        if (i != s->current && i != target && job_running(s, i))
             r.evict[r.nevict++] = &s->jobs[i];
     }
     share_prefetcher_request(&r);
