@@ -46,7 +46,7 @@ SWEEP_MODES = ("none", "model", "model-50")
 # memory sizes of the sweep as multiples of one working set.
 SCALES = {
     "full": dict(mib=256, passes=600, quantum="8s", sweep=(1.5, 2, 3, 4)),
-    "demo": dict(mib=48, passes=1500, quantum="2s", sweep=(1.5, 2, 3, 4)),
+    "demo": dict(mib=32, passes=6000, quantum="2s", sweep=(1.5, 2, 3, 4)),
     "test": dict(mib=16, passes=200, quantum="300ms", sweep=(2, 4)),
 }
 # What the groups need beyond the working sets: the processes' own memory, page tables.
@@ -64,7 +64,7 @@ Options:
                           model, model-50; also model-cold, model-pageout)
       --runs N            runs per mode (default 3)
       --scale full|demo|test
-                          working sets of 256, 48 or 16 MiB per job (default full)
+                          working sets of 256, 32 or 16 MiB per job (default full)
       --swap slowfs|zram  the swap device: a loop device over a file on slowfs
                           (default; a disk's latency) or zram (memory speed)
   -p, --preset NAME       slowfs preset of the swap device (default paper2003)

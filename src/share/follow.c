@@ -117,9 +117,9 @@ static void turn_ends(struct follow *f, size_t i, uint64_t now)
         g->turns_ended++;
     }
     if (f->opt->release == RELEASE_COLD)
-        share_memory_release(&g->job, MADV_COLD);
+        share_memory_release(&g->job, MADV_COLD, UINT64_MAX);
     else if (f->opt->release == RELEASE_PAGEOUT)
-        share_memory_release(&g->job, MADV_PAGEOUT);
+        share_memory_release(&g->job, MADV_PAGEOUT, UINT64_MAX);
 }
 
 /* One look at every group: turns that began or ended since the last. */

@@ -189,9 +189,9 @@ static void switch_turn(struct share *s, bool time_up)
         share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
         end_first_second(s);
         if (s->opt.release == RELEASE_COLD)
-            share_memory_release(&s->jobs[cur], MADV_COLD);
+            share_memory_release(&s->jobs[cur], MADV_COLD, UINT64_MAX);
         else if (s->opt.release == RELEASE_PAGEOUT)
-            share_memory_release(&s->jobs[cur], MADV_PAGEOUT);
+            share_memory_release(&s->jobs[cur], MADV_PAGEOUT, UINT64_MAX);
     }
     start_turn(s, next, now);
     s->switches++;

@@ -160,9 +160,21 @@ static void advise(int pidfd, const struct ranges *r, int advice)
     }
 }
 
-/* One process of the job: its swapped bytes; with ADVICE (0: none) given over all its
- * anonymous memory, or over its swapped pages in slot order (MADV_WILLNEED), at most *BUDGET
- * bytes of them (what is asked for comes off the budget). */
+/* Shortens R to its first *BUDGET bytes, which it takes off the budget. */
+static void trim(struct ranges *r, uint64_t *budget)
+{
+    size_t i = 0;
+    for (; i < r->n && *budget > 0; i++) {
+        if (r->iov[i].iov_len > *budget)
+            r->iov[i].iov_len = (size_t)*budget;
+        *budget -= r->iov[i].iov_len;
+    }
+    r->n = i;
+}
+
+/* One process of the job: its swapped bytes; with ADVICE (0: none) given over its anonymous
+ * memory, or over its swapped pages in slot order (MADV_WILLNEED), at most *BUDGET bytes of
+ * it (what is asked for comes off the budget). */
 static uint64_t visit(pid_t pid, int advice, uint64_t *budget)
 {
     struct ranges all = anonymous_ranges(pid);
@@ -180,6 +192,7 @@ static uint64_t visit(pid_t pid, int advice, uint64_t *budget)
         advise(pidfd, &order, advice);
         free(order.iov);
     } else if (pidfd >= 0) {
+        trim(&all, budget);
         advise(pidfd, &all, advice);
     }
     if (pidfd >= 0)
@@ -211,9 +224,9 @@ uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes)
     return visit_job(j, MADV_WILLNEED, max_bytes);
 }
 
-void share_memory_release(const struct share_job *j, int advice)
+void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes)
 {
-    visit_job(j, advice, UINT64_MAX);
+    visit_job(j, advice, max_bytes);
 }
 
 uint64_t share_memory_room(const struct specx_cgroup *group)

@@ -25,7 +25,7 @@ uint64_t share_memory_room(const struct specx_cgroup *group);
 
 /* After the job's turn: marks its private anonymous memory cold (MADV_COLD: first to be
  * reclaimed) or pages it out now (MADV_PAGEOUT), so that the next job's memory evicts it
- * and nothing else. */
-void share_memory_release(const struct share_job *j, int advice);
+ * and nothing else; at most MAX_BYTES of it (UINT64_MAX: all). */
+void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes);
 
 #endif

@@ -31,7 +31,7 @@ static uint64_t prefetch(const struct share_prefetch_request *r)
 {
     uint64_t need = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
     for (size_t i = 0; i < r->nevict && room < need; i++) {
-        share_memory_release(r->evict[i], MADV_PAGEOUT);
+        share_memory_release(r->evict[i], MADV_PAGEOUT, need - room); /* no more than lacks */
         room = share_memory_room(r->room_of);
     }
     return share_memory_prefetch(r->job, need < room ? need : room);
