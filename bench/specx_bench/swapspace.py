@@ -136,9 +136,14 @@ def _schedule(device):
     mq-deadline merges neighbours; BFQ would too, but it serves the idle I/O class (specx
     share's prefetches) only after the device has idled, which starved them behind the
     running job's faults (a switch run took over 7 minutes against 63 s without prefetching)."""
-    queue = f"/sys/block/{os.path.basename(device)}/queue/scheduler"
+    queue = f"/sys/block/{os.path.basename(device)}/queue"
     with contextlib.suppress(OSError):
-        _write(queue, "mq-deadline")
+        _write(f"{queue}/scheduler", "mq-deadline")
+    # Writeback throttling held swap-out writes (specx share's page-outs) back for as long as
+    # reads were pending: the prefetcher waited in rq_qos_wait for minutes. Swap writes to
+    # this device are cheap (slowfs passes writes through); only its reads are slow.
+    with contextlib.suppress(OSError):
+        _write(f"{queue}/wbt_lat_usec", "0")
 
 
 def _write_zeros(path, size_bytes):
