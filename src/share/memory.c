@@ -87,7 +87,8 @@ static void note_swapped(struct swapped_list *l, uintptr_t addr, uint64_t entry)
     l->pages[l->n++] = (struct swapped_page){ addr, entry & ((1ull << 55) - 1) };
 }
 
-static void collect_swapped(int pagemap, const struct iovec *v, struct swapped_list *l)
+static void collect_pages(int pagemap, const struct iovec *v, uint64_t want,
+                          struct swapped_list *l)
 {
     uint64_t entries[PAGEMAP_STEP];
     uintptr_t addr = (uintptr_t)v->iov_base, end = addr + v->iov_len;
@@ -100,13 +101,14 @@ static void collect_swapped(int pagemap, const struct iovec *v, struct swapped_l
         if (got <= 0)
             break;
         for (size_t i = 0; i < (size_t)got / sizeof *entries; i++)
-            if (entries[i] & SPECX_PAGEMAP_SWAPPED)
+            if (entries[i] & want)
                 note_swapped(l, addr + i * PAGE_SIZE_BYTES, entries[i]);
         addr += (uintptr_t)got / sizeof *entries * PAGE_SIZE_BYTES;
     }
 }
 
-static struct swapped_list swapped_pages(pid_t pid, const struct ranges *r)
+/* The pages of R whose page-table entry has WANT (SPECX_PAGEMAP_SWAPPED or _PRESENT). */
+static struct swapped_list pages_with(pid_t pid, const struct ranges *r, uint64_t want)
 {
     struct swapped_list l = { 0 };
     char path[64];
@@ -115,7 +117,7 @@ static struct swapped_list swapped_pages(pid_t pid, const struct ranges *r)
     if (fd < 0)
         return l;
     for (size_t i = 0; i < r->n; i++)
-        collect_swapped(fd, &r->iov[i], &l);
+        collect_pages(fd, &r->iov[i], want, &l);
     close(fd);
     return l;
 }
@@ -160,6 +162,21 @@ static void advise(int pidfd, const struct ranges *r, int advice)
     }
 }
 
+/* Pages (in address order) as ranges of neighbours. */
+static struct ranges in_address_order(const struct swapped_list *l)
+{
+    struct ranges r = { 0 };
+    r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
+    for (size_t i = 0; r.iov && i < l->n; i++) {
+        struct iovec *last = r.n ? &r.iov[r.n - 1] : NULL;
+        if (last && (uintptr_t)last->iov_base + last->iov_len == l->pages[i].addr)
+            last->iov_len += PAGE_SIZE_BYTES;
+        else
+            r.iov[r.n++] = (struct iovec){ (void *)l->pages[i].addr, PAGE_SIZE_BYTES };
+    }
+    return r;
+}
+
 /* Shortens R to its first *BUDGET bytes, which it takes off the budget. */
 static void trim(struct ranges *r, uint64_t *budget)
 {
@@ -178,7 +195,7 @@ static void trim(struct ranges *r, uint64_t *budget)
 static uint64_t visit(pid_t pid, int advice, uint64_t *budget)
 {
     struct ranges all = anonymous_ranges(pid);
-    struct swapped_list swapped = swapped_pages(pid, &all);
+    struct swapped_list swapped = pages_with(pid, &all, SPECX_PAGEMAP_SWAPPED);
     if (advice == MADV_WILLNEED) {
         qsort(swapped.pages, swapped.n, sizeof *swapped.pages, by_slot);
         if (swapped.n * PAGE_SIZE_BYTES > *budget)
@@ -191,8 +208,15 @@ static uint64_t visit(pid_t pid, int advice, uint64_t *budget)
         struct ranges order = in_slot_order(&swapped);
         advise(pidfd, &order, advice);
         free(order.iov);
+    } else if (pidfd >= 0 && *budget != UINT64_MAX) {
+        /* Part of it: resident pages only, or the budget goes on pages already out. */
+        struct swapped_list present = pages_with(pid, &all, SPECX_PAGEMAP_PRESENT);
+        struct ranges some = in_address_order(&present);
+        trim(&some, budget);
+        advise(pidfd, &some, advice);
+        free(some.iov);
+        free(present.pages);
     } else if (pidfd >= 0) {
-        trim(&all, budget);
         advise(pidfd, &all, advice);
     }
     if (pidfd >= 0)
