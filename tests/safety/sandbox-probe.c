@@ -134,7 +134,6 @@ ATTEMPT(raw_vmsplice, syscall(SYS_vmsplice, pipe_w, &one_iov, 1, 0))
 ATTEMPT(ioctl_tiocsti, ioctl(0, TIOCSTI, "x"))
 /* opens that could write or create */
 ATTEMPT(open_wronly, open(path_in_dir("file"), O_WRONLY))
-ATTEMPT(open_rdwr, open(path_in_dir("file"), O_RDWR))
 ATTEMPT(open_creat, open(path_in_dir("created"), O_RDONLY | O_CREAT, 0644))
 ATTEMPT(open_trunc, open(path_in_dir("file"), O_RDONLY | O_TRUNC))
 ATTEMPT(open_append, open(path_in_dir("file"), O_WRONLY | O_APPEND))
@@ -461,6 +460,21 @@ static long raise_to_self(void)
     signal(SIGUSR2, on_usr2);
     return raise(SIGUSR2) == 0 && usr2_received ? 0 : -1;
 }
+/* A plain O_RDWR open gets a read-only descriptor: it reads the file, and writing through it
+ * fails as writing through any descriptor does. */
+static long open_rdwr_then_write(void)
+{
+    int fd = open(path_in_dir("file"), O_RDWR);
+    char two[2]; /* the first byte is the parent's (its shared mapping wrote it) */
+    if (fd < 0 || read(fd, two, 2) != 2 || two[1] != FILE_DATA[1])
+        return -2;
+    long written = write(fd, &one, 1);
+    int err = errno;
+    close(fd);
+    errno = err;
+    return written;
+}
+static long open_rdwr_directory(void) { return open(dir, O_RDWR); }
 static long keep_fifo_open(void)
 {
     /* Kept open on purpose: if the open got through, the parent sees a reader. */
@@ -481,7 +495,7 @@ static const struct attempt attempts[] = {
     DENY(raw_pwritev), DENY(raw_pwritev2), DENY(raw_write_pipe), DENY(raw_write_socket),
     DENY(raw_write_stdout), DENY(raw_write_stderr), DENY(raw_sendfile), DENY(raw_copy_file_range),
     DENY(raw_splice), DENY(raw_tee), DENY(raw_vmsplice), DENY(ioctl_tiocsti),
-    DENY(open_wronly), DENY(open_rdwr), DENY(open_creat), DENY(open_trunc), DENY(open_append),
+    DENY(open_wronly), DENY(open_creat), DENY(open_trunc), DENY(open_append),
     DENY(open_tmpfile), DENY(creat), DENY(raw_openat_wronly), DENY(raw_open_creat),
     FAILS(raw_openat2, ENOSYS), DENY(open_proc_comm_write), DENY(open_drop_caches),
     DENY(open_fifo), DENY(raw_open_fifo), DENY(open_ptmx), DENY(open_tty), DENY(open_kmsg),
@@ -531,6 +545,8 @@ static const struct attempt attempts[] = {
     {"write_shared_memory", write_shared_memory, 0},
     {"raise_self", raise_to_self, 0},
     {"keep_fifo_open", keep_fifo_open, EPERM},
+    {"open_rdwr_then_write", open_rdwr_then_write, EPERM},
+    {"open_rdwr_directory", open_rdwr_directory, EISDIR},
     {"read_inherited_pipe_gets_eof", try_read_inherited_pipe, 0},
     {"read_stdin_gets_eof", try_read_stdin, 0},
     {"read_inherited_socket_gets_eof", try_read_inherited_socket, 0},

@@ -255,8 +255,9 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned int n
 
 /* openat/open: read-only opens are trapped to sandbox_open_trap.c, which refuses FIFOs,
  * devices and files whose reads consume data, and re-issues the rest as openat with COOKIE in
- * the sixth argument; O_PATH opens touch nothing and pass; opens that could write, create or
- * truncate fail. */
+ * the sixth argument; so are plain O_RDWR opens, which it re-issues read-only (databases open
+ * the files they only read O_RDWR; the descriptor the copy gets cannot write). O_PATH opens
+ * touch nothing and pass; opens that could create, truncate, append or claim fail. */
 static int add_open_rules(scmp_filter_ctx ctx, uint64_t cookie)
 {
     const uint64_t mask = WRITE_OPEN_FLAGS | O_PATH;
@@ -269,17 +270,23 @@ static int add_open_rules(scmp_filter_ctx ctx, uint64_t cookie)
         SCMP_CMP(2, SCMP_CMP_MASKED_EQ, mask, 0),
         SCMP_CMP(5, SCMP_CMP_NE, cookie),
     };
+    struct scmp_arg_cmp openat_rdwr = SCMP_CMP(2, SCMP_CMP_MASKED_EQ, mask, O_RDWR);
     struct scmp_arg_cmp open_path_only = SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, O_PATH);
     struct scmp_arg_cmp open_trapped = SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, 0);
+    struct scmp_arg_cmp open_rdwr = SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, O_RDWR);
     int err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1, &openat_path_only);
     if (err == 0)
         err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 2, openat_reissued);
     if (err == 0)
         err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(openat), 2, openat_trapped);
     if (err == 0)
+        err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(openat), 1, &openat_rdwr);
+    if (err == 0)
         err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1, &open_path_only);
     if (err == 0)
         err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(open), 1, &open_trapped);
+    if (err == 0)
+        err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(open), 1, &open_rdwr);
     /* openat2 hides its flags in a struct the filter cannot read; ENOSYS makes libc fall back
      * to openat. */
     return err ? err : add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0, NULL);

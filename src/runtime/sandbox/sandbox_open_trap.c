@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -32,9 +33,13 @@ uint64_t specx_open_trap_choose_cookie(void)
 }
 
 /* Opens PATH like openat(DIRFD, PATH, FLAGS, MODE) would, if it names a file that is safe to
- * open (privatize.h). Returns the descriptor (the number openat would have given) or -errno. */
+ * open (privatize.h), but read-only where FLAGS ask for O_RDWR: the copy reads what the program
+ * would read, and its writes fail as they would on any descriptor. Returns the descriptor (the
+ * number openat would have given) or -errno. */
 static long checked_open(long dirfd, long path, long flags, long mode)
 {
+    bool asked_rdwr = (flags & O_ACCMODE) == O_RDWR;
+    flags &= ~(long)O_ACCMODE;
     int probe = (int)syscall(SYS_openat, dirfd, path,
                              O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)));
     if (probe < 0)
@@ -46,6 +51,10 @@ static long checked_open(long dirfd, long path, long flags, long mode)
         int err = S_ISLNK(st.st_mode) ? ELOOP : EPERM;
         close(probe);
         return -err;
+    }
+    if (asked_rdwr && S_ISDIR(st.st_mode)) { /* what an O_RDWR open of a directory says */
+        close(probe);
+        return -EISDIR;
     }
     char self[SPECX_PROC_FD_PATH_MAX];
     specx_proc_fd_path(self, probe);
