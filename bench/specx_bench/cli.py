@@ -13,6 +13,7 @@ import tempfile
 import textwrap
 
 from . import components, datasets, modes, report, runner, validate
+from .unwind import sigterm_unwinds
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"
@@ -230,7 +231,11 @@ def directories(args):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    with sigterm_unwinds():
+        return run_command(sys.argv[1:] if argv is None else argv)
+
+
+def run_command(argv):
     if argv[:1] == ["share"]:   # an experiment of its own shape: specx bench share --help
         from . import share_bench
         return share_bench.main(argv[1:])

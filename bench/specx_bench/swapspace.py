@@ -12,8 +12,9 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
+
+from .unwind import sigterm_unwinds
 
 ZRAM_CONTROL = "/sys/class/zram-control"
 RECORD_DIR = "/run/specx-bench"
@@ -219,18 +220,6 @@ def remove_stale():
 
 
 @contextlib.contextmanager
-def _sigterm_unwinds():
-    """SIGTERM ends the block like Ctrl-C does, so that the space is removed."""
-    def unwind(signum, frame):
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, unwind)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
 def enabled(size_bytes, directory, kinds=("zram", "file")):
     """Swap space of SIZE_BYTES in use for the block: zram when possible, else a swap file in
     DIRECTORY (KINDS restricts the choice); kinds ("loop",): a loop device over a file in
@@ -245,7 +234,7 @@ def enabled(size_bytes, directory, kinds=("zram", "file")):
     if not use_zram and "file" not in kinds and not loop:
         raise Unavailable("zram is not available here")
     space = None
-    with _sigterm_unwinds():
+    with sigterm_unwinds():
         try:
             try:
                 space = _make_loop(size_bytes, directory) if loop else \
