@@ -30,6 +30,10 @@ def test_a_run_group_is_real_enforced_and_removed():
                               "print('done')"],
                              preexec_fn=group.add, capture_output=True, text=True)
         assert hog.returncode == -9 or (group.peak_bytes() or 0) <= 33 * MiB
+        # The counters the signals comparison reads are the group's own, from its birth.
+        signals = group.reclaim_signals()
+        assert signals and all(isinstance(v, int) and v >= 0 for v in signals.values())
+        assert "workingset_refault_file" in signals
     assert not os.path.exists(group.path)
 
 
@@ -66,3 +70,10 @@ def test_v1_memory_hierarchy_is_used_below_our_own_group(tmp_path):
     hierarchy = memcg.find(str(mounts), str(own))
     assert hierarchy == memcg.Hierarchy(memcg.V1, f"{tmp_path}/memory",
                                         f"{tmp_path}/memory/jobs/a")
+
+
+def test_machine_reclaim_counts_only_grow():
+    first = memcg.machine_reclaim()
+    assert first["pgscan"] >= 0
+    second = memcg.machine_reclaim()
+    assert all(second[k] >= first[k] for k in first)

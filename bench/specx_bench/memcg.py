@@ -126,6 +126,22 @@ class Group:
         except (OSError, ValueError):
             return None
 
+    def reclaim_signals(self):
+        """What the kernel counted in the group since it was made, for comparing the signals
+        that could tell a memory control speculation pushed out pages the program needed
+        (docs/DESIGN.md §6.5): refaults and activations of evicted pages (its shadow entries:
+        the paper's ghost buffer) and, on v2, pages scanned by reclaim. v1 names the group's
+        own counters total_*; {} when the kernel does not say."""
+        prefix = "" if self.version == V2 else "total_"
+        wanted = ("workingset_refault_anon", "workingset_refault_file",
+                  "workingset_activate_anon", "workingset_activate_file", "pgscan")
+        try:
+            with open(os.path.join(self.path, "memory.stat")) as f:
+                stat = dict(line.split() for line in f)
+        except (OSError, ValueError):
+            return {}
+        return {name: int(stat[prefix + name]) for name in wanted if prefix + name in stat}
+
     def oom_kills(self):
         """Processes the group's OOM killer has killed so far (None when the kernel does not
         say): the "oom_kill" line of memory.events (v2) or memory.oom_control (v1)."""
@@ -139,6 +155,22 @@ class Group:
         except (OSError, ValueError):
             pass
         return None
+
+
+def machine_reclaim():
+    """The machine's memory stall time (PSI "some" total, µs) and pages scanned by reclaim
+    (/proc/vmstat pgscan_*) since boot: the signals left where groups have no PSI (v1)."""
+    counters = {}
+    try:
+        with open("/proc/pressure/memory") as f:
+            some = f.readline().split()
+        counters["psi_some_us"] = int(some[-1].partition("=")[2])
+    except (OSError, IndexError, ValueError):
+        pass
+    with open("/proc/vmstat") as f:
+        counters["pgscan"] = sum(int(v) for k, v in (line.split() for line in f)
+                                 if k.startswith("pgscan_"))
+    return counters
 
 
 def _remove(path, timeout_s=30):

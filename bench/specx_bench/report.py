@@ -134,6 +134,59 @@ def memory_control_table(workloads):
                    "Copies' peak memory", "Major faults", "Elapsed"], rows)
 
 
+def _median_memory(runs, *path):
+    """Median over RUNS of a counter of their memory cgroup record (a sum where PATH's last
+    element is a tuple of names), or None where the runs did not record it."""
+    values = []
+    for r in runs:
+        node = r.get("memory_cgroup") or {}
+        for key in path[:-1]:
+            node = node.get(key) or {}
+        names = path[-1] if isinstance(path[-1], tuple) else (path[-1],)
+        if all(n in node for n in names):
+            values.append(sum(node[n] for n in names))
+    return bars.statistics.median(values) if values else None
+
+
+def _count(value, scale=1):
+    return "–" if value is None else f"{int(value / scale):,}"
+
+
+def memory_signals_table(workloads):
+    """The signals a memory control could read, beside what it counted (docs/DESIGN.md §6.5):
+    per memory size and mode, the program's stalls (major faults and reads that missed), the
+    control's added and removed stalls, and what the kernel counted in the run's group
+    (refaults of evicted pages, limit hits) and on the machine (PSI memory "some" time, pages
+    scanned by reclaim). Medians over runs."""
+    rows = []
+    for w in workloads:
+        limit = (w.get("params") or {}).get("memory_limit_mb")
+        for mode in MEMORY_MODES if limit else ():
+            runs = bars.spec_runs(w, mode)
+            if not runs:
+                continue
+            total = lambda key: bars._median_total(runs, key)  # noqa: E731
+            control = mode != "nospec" and runs[0]["report"].get("memory_control", True)
+            stalls = bars.statistics.median(
+                [(r["report"]["total"].get("majflt") or 0) + (r["report"]["total"].get("stalls")
+                                                                or 0) for r in runs])
+            rows.append([
+                w["name"], f"{limit} MiB", mode, _count(stalls),
+                f"{_count(total('memctl_added'))} / {_count(total('memctl_removed'))}"
+                if control else "–",
+                _count(_median_memory(runs, "reclaim", ("workingset_refault_anon",
+                                                        "workingset_refault_file"))),
+                _count(_median_memory(runs, "limit_hits")),
+                _count(_median_memory(runs, "machine", "psi_some_us"), 1000),
+                _count(_median_memory(runs, "machine", "pgscan")),
+            ])
+    if not rows:
+        return None
+    return _table(["Workload", "Memory", "Mode", "Program stalls", "Control: added / removed",
+                   "Group refaults", "Limit hits", "Machine PSI some (ms)",
+                   "Machine pgscan"], rows)
+
+
 REFORK_MODES = ("nospec", "specx", "specx-basic", "specx-fast")
 
 
@@ -249,6 +302,14 @@ def markdown(results):
                     "speculation brought in, removed stalls the pages of the program's reads "
                     "its prefetches served (docs/DESIGN.md §6.4). Copies' peak memory is the "
                     "largest private memory of a copy (smaps_rollup).", ""]
+        signals = memory_signals_table(results["workloads"])
+        if signals:
+            out += ["## Memory signals (docs/DESIGN.md §6.5)", "", signals, "",
+                    "Medians over runs. Program stalls: its major faults and reads that "
+                    "missed the page cache. Group refaults: evicted pages read again "
+                    "(`workingset_refault_*` of the run's memory cgroup); limit hits: "
+                    "`memory.failcnt` (v1) or `memory.events max` (v2); the machine's PSI "
+                    "and pgscan are deltas over the run, for every group on it.", ""]
         checked = bars_table(results["workloads"])
         if checked:
             out += ["## Bars (issues 3 and 4)", "", checked, ""]

@@ -123,10 +123,14 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
             cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
         before = slowfs.stats(mountpoint)
         with memory_limit(params, tag) as group, contender(params, group):
+            machine_before = memcg.machine_reclaim()
             status, elapsed, usage = run_command(cmd, log, group)
             memory = {"limit_bytes": group.limit(), "peak_bytes": group.peak_bytes(),
-                      "limit_hits": group.limit_hits(), "oom_kills": group.oom_kills()} \
-                if group else None
+                      "limit_hits": group.limit_hits(), "oom_kills": group.oom_kills(),
+                      "reclaim": group.reclaim_signals(),
+                      "machine": {k: v - machine_before[k]
+                                  for k, v in memcg.machine_reclaim().items()
+                                  if k in machine_before}} if group else None
         after = slowfs.stats(mountpoint)
     record = {
         "workload": workload.name, "mode": mode.name, "run": index + 1,
