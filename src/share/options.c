@@ -3,55 +3,13 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "units.h"
 #include "util.h"
 
 #define DEFAULT_QUANTUM_NS (5ull * 1000000000ull)
-
-/* A non-negative decimal number followed by one of UNITS (each with its multiplier); a bare
- * number takes BARE. */
-struct unit {
-    const char *suffix;
-    double multiplier;
-};
-
-static bool parse_with_units(const char *s, const struct unit *units, double bare,
-                             uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !(v > 0) || !isfinite(v) || *s == '-' || *s == '+')
-        return false;
-    double m = 0;
-    if (*end == '\0')
-        m = bare;
-    for (const struct unit *u = units; m == 0 && u->suffix; u++)
-        if (strcmp(end, u->suffix) == 0)
-            m = u->multiplier;
-    if (m == 0 || v * m >= 1.8e19 || v * m < 1)
-        return false;
-    *out = (uint64_t)(v * m);
-    return true;
-}
-
-bool share_parse_duration(const char *s, uint64_t *ns)
-{
-    static const struct unit units[] = {
-        { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 }, { NULL, 0 } };
-    return parse_with_units(s, units, 1e9, ns);
-}
-
-bool share_parse_size(const char *s, uint64_t *bytes)
-{
-    static const struct unit units[] = {
-        { "K", 1024.0 }, { "M", 1024.0 * 1024 }, { "G", 1024.0 * 1024 * 1024 },
-        { "T", 1024.0 * 1024 * 1024 * 1024 }, { "k", 1024.0 }, { NULL, 0 } };
-    return parse_with_units(s, units, 1, bytes);
-}
 
 long share_split_commands(int argc, char **argv, struct share_command **out)
 {
@@ -180,12 +138,12 @@ static int take_option(int opt, const char *arg, struct share_options *o, char *
     int choice;
     switch (opt) {
     case 'q':
-        if (!share_parse_duration(arg, &o->quantum_ns) || o->quantum_ns < 10000000ull)
+        if (!specx_parse_duration(arg, &o->quantum_ns) || o->quantum_ns < 10000000ull)
             return specx_format_error(err, errsize,
                                       "invalid --quantum '%s' (a duration of 10ms or more)", arg);
         return 0;
     case 'm':
-        if (!share_parse_size(arg, &o->memory_bytes) || o->memory_bytes < (4u << 20))
+        if (!specx_parse_size(arg, &o->memory_bytes) || o->memory_bytes < (4u << 20))
             return specx_format_error(err, errsize,
                                       "invalid --memory '%s' (a size of 4M or more)", arg);
         return 0;

@@ -40,12 +40,6 @@ int share_options_parse(int argc, char **argv, struct share_options *out, char *
 void share_options_usage(FILE *out);
 void share_options_free(struct share_options *o);
 
-/* Pure parsers (unit-tested). A duration: a number with ms, s, m or h ("500ms", "2.5s"; a bare
- * number is seconds). A size: a number of bytes with an optional K, M, G or T (powers of 1024,
- * "512M", "1.5G"). Both false on anything else, zero or overflow. */
-bool share_parse_duration(const char *s, uint64_t *ns);
-bool share_parse_size(const char *s, uint64_t *bytes);
-
 /* Splits ARGV[0..ARGC) at ":::" into commands; each gets a NULL-terminated argv pointing into
  * ARGV. Returns the number of commands, or -1 if one is empty (":::" first, last or twice). */
 long share_split_commands(int argc, char **argv, struct share_command **out);

@@ -1,38 +1,8 @@
-/* specx share's pure parsers: durations, sizes, the ::: splitter (src/share/options.c). */
+/* specx share's pure parsers: the ::: splitter and the command line (src/share/options.c). */
 #include <string.h>
 
 #include "check.h"
 #include "options.h"
-
-static void durations(void)
-{
-    uint64_t ns;
-    CHECK(share_parse_duration("5", &ns) && ns == 5000000000ull);
-    CHECK(share_parse_duration("500ms", &ns) && ns == 500000000ull);
-    CHECK(share_parse_duration("2.5s", &ns) && ns == 2500000000ull);
-    CHECK(share_parse_duration("1m", &ns) && ns == 60000000000ull);
-    CHECK(share_parse_duration("1h", &ns) && ns == 3600000000000ull);
-    CHECK(!share_parse_duration("0", &ns));
-    CHECK(!share_parse_duration("-1s", &ns));
-    CHECK(!share_parse_duration("5 s", &ns));
-    CHECK(!share_parse_duration("5x", &ns));
-    CHECK(!share_parse_duration("", &ns));
-    CHECK(!share_parse_duration("nan", &ns));
-}
-
-static void sizes(void)
-{
-    uint64_t b;
-    CHECK(share_parse_size("4096", &b) && b == 4096);
-    CHECK(share_parse_size("512M", &b) && b == 512ull << 20);
-    CHECK(share_parse_size("1.5G", &b) && b == 3ull << 29);
-    CHECK(share_parse_size("64K", &b) && b == 64ull << 10);
-    CHECK(share_parse_size("2T", &b) && b == 2ull << 40);
-    CHECK(!share_parse_size("0", &b));
-    CHECK(!share_parse_size("12Q", &b));
-    CHECK(!share_parse_size("M", &b));
-    CHECK(!share_parse_size("99999999999T", &b));
-}
 
 static void splitting(void)
 {
@@ -59,8 +29,6 @@ static void splitting(void)
 
 int main(void)
 {
-    durations();
-    sizes();
     splitting();
     return check_status();
 }
