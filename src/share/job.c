@@ -1,7 +1,6 @@
 /* See job.h. */
 #include "job.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -72,72 +71,16 @@ void share_groups_remove(struct share_groups *g)
     g->frz_made = g->mem_made = false;
 }
 
-/* SIGKILL to every process listed in the group. */
-static void kill_group(const struct specx_cgroup *cg)
+static void say_removing(const char *dir)
 {
-    pid_t pids[4096];
-    long n = specx_cgroup_procs(cg, pids, sizeof pids / sizeof pids[0]);
-    for (long i = 0; i < n; i++)
-        kill(pids[i], SIGKILL);
-}
-
-/* Kills whatever runs in the group at DIR and below, thaws it, waits for it to empty and
- * removes it. */
-static void remove_tree(const char *dir, bool v1_freezer)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_type == DT_DIR && e->d_name[0] != '.') {
-            char sub[PATH_MAX];
-            if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) < (int)sizeof sub)
-                remove_tree(sub, v1_freezer);
-        }
-    closedir(d);
-    struct specx_cgroup cg = { v1_freezer ? SPECX_CG_V1 : SPECX_CG_V2, "" };
-    snprintf(cg.dir, sizeof cg.dir, "%s", dir);
-    kill_group(&cg);
-    if (v1_freezer)
-        specx_cgroup_write(&cg, "freezer.state", "THAWED\n");
-    else
-        specx_cgroup_write(&cg, "cgroup.freeze", "0\n");
-    for (int waited = 0; !specx_cgroup_is_empty(&cg) && waited < EMPTY_TIMEOUT_MS; waited += 10) {
-        kill_group(&cg);
-        nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-    }
-    specx_cgroup_remove(&cg, EMPTY_TIMEOUT_MS);
-}
-
-static void sweep_parent(const char *controller)
-{
-    struct specx_cgroup parent;
-    if (specx_cgroup_parent_for(controller, &parent) < 0)
-        return;
-    DIR *d = opendir(parent.dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid;
-        char rest;
-        if (sscanf(e->d_name, "specx-share-%d%c", &pid, &rest) != 1 || pid <= 0 ||
-            kill(pid, 0) == 0 || errno != ESRCH)
-            continue;
-        char dir[PATH_MAX];
-        if (snprintf(dir, sizeof dir, "%s/%s", parent.dir, e->d_name) >= (int)sizeof dir)
-            continue;
-        specx_warn("removing the cgroup %s left by a run that was killed", dir);
-        remove_tree(dir, parent.version == SPECX_CG_V1 && strcmp(controller, "freezer") == 0);
-    }
-    closedir(d);
+    specx_warn("removing the cgroup %s left by a run that was killed", dir);
 }
 
 void share_groups_sweep_stale(void)
 {
-    sweep_parent("freezer"); /* first: what is frozen there must be thawed to die */
-    sweep_parent("memory");
+    /* The freezer's first: what is frozen there must be thawed to die. */
+    specx_cgroup_sweep_stale("freezer", "specx-share", EMPTY_TIMEOUT_MS, say_removing);
+    specx_cgroup_sweep_stale("memory", "specx-share", EMPTY_TIMEOUT_MS, say_removing);
 }
 
 static int make_job_groups(struct share_job *j, const struct share_groups *g, char *err,
@@ -273,7 +216,7 @@ void share_job_end(struct share_job *j)
         return;
     const struct timespec pause = { 0, 10 * 1000 * 1000 };
     for (int waited = 0; waited < EMPTY_TIMEOUT_MS; waited += 10) {
-        kill_group(&j->mem);
+        specx_cgroup_kill_all(&j->mem);
         /* v1's freezer holds a killed task until thawed; v2's lets SIGKILL through. */
         specx_freezer_set(&j->frz, false);
         if (!j->exited && j->pid > 0 && waitpid(j->pid, &j->status, WNOHANG) == j->pid)
