@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "paths.h"
 #include "run.h"
 #include "run_env.h"
@@ -248,13 +249,6 @@ static int become_command(char **argv, const struct options *o, const char *lib)
     return exec_failure(argv[0], errno);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Runs the command; fills exit status or signal. Returns -1 if it could not be started
  * (after saying why), with the status a shell would give in *failure. */
 static int run_command(char **argv, const struct options *o, const char *lib,
@@ -263,7 +257,7 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
         specx_die(126, "cannot create a pipe: %s", strerror(errno));
-    uint64_t t0 = now_ns();
+    uint64_t t0 = specx_now_ns();
     pid_t pid = fork();
     if (pid < 0)
         specx_die(126, "cannot fork: %s", strerror(errno));
@@ -282,7 +276,7 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    r->elapsed_ns = now_ns() - t0;
+    r->elapsed_ns = specx_now_ns() - t0;
     command_pid = 0;
     if (n == (ssize_t)sizeof err) {
         *failure = exec_failure(argv[0], err);

@@ -3,6 +3,7 @@
  * schedules nothing. It watches which of the given cgroups are frozen, learns their rotation
  * (who ran after whom, how long a turn lasts), and prefetches the job it predicts next as the
  * rotation itself would (docs/DESIGN.md §7). It never freezes or thaws anything. */
+#include "clock.h"
 #include "follow.h"
 
 #include <errno.h>
@@ -41,13 +42,6 @@ struct follow {
     double bandwidth;
     unsigned right, wrong;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* PATH as a group: v1 if it has the v1 freezer's file, v2 if it has cgroup.freeze. */
 static int open_group(const char *path, struct specx_cgroup *cg)
@@ -210,14 +204,14 @@ int share_follow(const struct share_options *o, int sigfd)
     if (o->prefetch != PREFETCH_NONE && share_prefetcher_start() < 0)
         specx_die(1, "cannot start the prefetching thread: %s", strerror(errno));
     int stop = 0;
-    while (!stop && watch(&f, now_ns())) {
+    while (!stop && watch(&f, specx_now_ns())) {
         struct pollfd p = { .fd = sigfd, .events = POLLIN };
         struct signalfd_siginfo si;
         if (poll(&p, 1, (int)(WATCH_NS / 1000000)) > 0 &&
             read(sigfd, &si, sizeof si) == sizeof si && si.ssi_signo != SIGCHLD)
             stop = (int)si.ssi_signo;
         collect(&f);
-        if (f.predicted != SIZE_MAX && now_ns() >= f.model_at) {
+        if (f.predicted != SIZE_MAX && specx_now_ns() >= f.model_at) {
             share_prefetcher_request(&(struct share_prefetch_request){ .job = &f.g[f.predicted].job });
             f.model_at = UINT64_MAX;
         }

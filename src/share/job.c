@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "freezer.h"
 #include "memcg.h"
 #include "util.h"
@@ -157,13 +158,6 @@ static _Noreturn void exec_job(struct share_job *j, const int child_fds[2])
     _exit(code);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
                     const char *output_dir, char *err, size_t errsize)
 {
@@ -186,7 +180,7 @@ int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
     if (j->pid < 0)
         return specx_format_error(err, errsize, "fork: %s", strerror(fork_errno));
     j->pidfd = (int)syscall(SYS_pidfd_open, j->pid, 0);
-    j->started_ns = now_ns();
+    j->started_ns = specx_now_ns();
     j->turns = run;
     return 0;
 }

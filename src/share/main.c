@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "follow.h"
 #include "job.h"
 #include "memory.h"
@@ -52,13 +53,6 @@ struct share {
     int stop_signal;        /* the signal that interrupted the run, 0 if none */
     FILE *json;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool job_running(const struct share *s, size_t i)
 {
@@ -173,7 +167,7 @@ static void end_first_second(struct share *s)
 /* The current turn is over (its time is up, or its job ended): the next job's begins. */
 static void switch_turn(struct share *s, bool time_up)
 {
-    uint64_t now = now_ns();
+    uint64_t now = specx_now_ns();
     size_t cur = s->current;
     if (job_running(s, cur))
         share_after_turn(s->opt.scheduler, &s->slots[cur], time_up);
@@ -215,7 +209,7 @@ static void reap(struct share *s)
             continue;
         j->exited = true;
         j->status = status;
-        j->ended_ns = now_ns();
+        j->ended_ns = specx_now_ns();
         s->slots[j - s->jobs].runnable = false;
         if ((size_t)(j - s->jobs) == s->current)
             switch_turn(s, false);
@@ -294,7 +288,7 @@ static void run_loop(struct share *s)
 {
     struct pollfd fds[1 + 2 * s->n];
     while ((any_running(s) || output_open(s)) && !s->stop_signal) {
-        uint64_t now = now_ns();
+        uint64_t now = specx_now_ns();
         if (s->opt.prefetch == PREFETCH_MODEL && !s->model_planned)
             plan_model(s);
         size_t nfds = 0;
@@ -312,7 +306,7 @@ static void run_loop(struct share *s)
             on_signal(s);
         relay_output(s, fds, nfds);
         if (any_running(s))
-            on_time(s, now_ns());
+            on_time(s, specx_now_ns());
     }
 }
 
@@ -332,7 +326,7 @@ static void end_all(struct share *s)
     for (size_t i = 0; i < s->n; i++) {
         share_job_end(&s->jobs[i]);
         if (!s->jobs[i].ended_ns)
-            s->jobs[i].ended_ns = now_ns();
+            s->jobs[i].ended_ns = specx_now_ns();
         for (struct share_stream *st = &s->jobs[i].out; st; st = st == &s->jobs[i].out ? &s->jobs[i].err : NULL)
             while (share_stream_relay(st, s->jobs[i].number))
                 ;
@@ -372,7 +366,7 @@ static void start_all(struct share *s)
     char err[512];
     if (share_groups_make(&s->groups, s->opt.memory_bytes, err, sizeof err) < 0)
         specx_die(1, "%s", err);
-    s->run_start = now_ns();
+    s->run_start = specx_now_ns();
     for (size_t i = 0; i < s->n; i++) {
         s->jobs[i].number = (unsigned)i + 1;
         s->jobs[i].argv = s->opt.jobs[i].argv;
@@ -388,7 +382,7 @@ static void start_all(struct share *s)
         s->slots[i].runnable = true;
     }
     s->current = 0;
-    s->turn_start = now_ns();
+    s->turn_start = specx_now_ns();
     s->turn_end = s->turn_start + turn_length(s, 0);
     s->first_second_pending = true;
 }
@@ -397,7 +391,7 @@ static void write_reports(struct share *s, int exit_code)
 {
     struct share_run run = {
         .opt = &s->opt, .jobs = s->jobs, .njobs = s->n, .switches = s->switches,
-        .makespan_s = (double)(now_ns() - s->run_start) / 1e9, .exit_code = exit_code,
+        .makespan_s = (double)(specx_now_ns() - s->run_start) / 1e9, .exit_code = exit_code,
         .interrupted = s->stop_signal != 0,
     };
     if (s->opt.report)
@@ -443,7 +437,7 @@ int main(int argc, char **argv)
         share_options_free(&s.opt);
         return code;
     }
-    srand48((long)now_ns());
+    srand48((long)specx_now_ns());
     share_groups_sweep_stale();
     start_all(&s);
     if (s.opt.prefetch != PREFETCH_NONE && share_prefetcher_start() < 0)

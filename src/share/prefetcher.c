@@ -7,11 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "ioprio.h"
 #include "memory.h"
-
-#define IOPRIO_CLASS_IDLE 3
-#define IOPRIO_CLASS_SHIFT 13
-#define IOPRIO_WHO_PROCESS 1
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -19,13 +17,6 @@ static struct share_prefetch_request wanted;
 static bool requested;
 static struct share_prefetch_done done;
 static bool done_ready;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t prefetch(const struct share_prefetch_request *r)
 {
@@ -40,7 +31,7 @@ static uint64_t prefetch(const struct share_prefetch_request *r)
 static void *run(void *arg)
 {
     (void)arg;
-    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+    specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
     for (;;) {
         pthread_mutex_lock(&lock);
         while (!requested)
@@ -48,10 +39,10 @@ static void *run(void *arg)
         struct share_prefetch_request r = wanted;
         requested = false;
         pthread_mutex_unlock(&lock);
-        uint64_t t0 = now_ns();
+        uint64_t t0 = specx_now_ns();
         uint64_t bytes = prefetch(&r);
         pthread_mutex_lock(&lock);
-        done = (struct share_prefetch_done){ r.job, bytes, now_ns() - t0 };
+        done = (struct share_prefetch_done){ r.job, bytes, specx_now_ns() - t0 };
         done_ready = true;
         pthread_mutex_unlock(&lock);
     }

@@ -18,6 +18,7 @@
 #include "copy/memory_watch.h"
 #include "core/control.h"
 #include "core/runtime.h"
+#include "ioprio.h"
 #include "memcg.h"
 #include "policy/backoff.h"
 #include "policy/prefetch.h"
@@ -37,9 +38,6 @@
 /* A copy that has not entered its sandbox after this long is stuck (in a file system that does
  * not answer, say) and is replaced at the next stall; see copy_entering. */
 #define ENTRY_LIMIT_NS (1000ull * 1000000ull)
-#define IOPRIO_CLASS_IDLE 3
-#define IOPRIO_CLASS_SHIFT 13
-#define IOPRIO_WHO_PROCESS 1
 
 /* The file of the stall that created the speculative process. */
 static uint64_t copy_dev, copy_ino;
@@ -218,7 +216,7 @@ static void demote_copy(void)
 {
     struct sched_param idle = { 0 };
     sched_setscheduler(specx.copy, SCHED_IDLE, &idle);
-    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, specx.copy, IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT);
+    specx_ioprio_set(specx.copy, IOPRIO_CLASS_IDLE, 0);
 }
 
 /* Clones the program as it is now; with --refork=fast its large anonymous regions are left
