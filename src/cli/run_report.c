@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "json.h"
 
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 
@@ -233,29 +234,6 @@ void run_report_table(FILE *out, const struct run_result *r)
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
-static void json_string_or_null(FILE *out, const char *s)
-{
-    if (s)
-        json_string(out, s);
-    else
-        fprintf(out, "null");
-}
-
 static const struct {
     uint32_t flag;
     const char *name;
@@ -307,7 +285,7 @@ static void json_process(FILE *out, const struct specx_stats_slot *p)
 {
     fprintf(out, "    {\n      \"pid\": %d,\n      \"ppid\": %d,\n      \"argv0\": ", p->pid,
             p->ppid);
-    json_string(out, p->argv0);
+    specx_json_string(out, p->argv0);
     fprintf(out, ",\n");
     json_counters(out, p, "      ");
     fprintf(out, "      \"elapsed_ns\": %" PRIu64 ",\n      ",
@@ -318,12 +296,9 @@ static void json_process(FILE *out, const struct specx_stats_slot *p)
 
 void run_report_json(FILE *out, const struct run_result *r)
 {
-    fprintf(out, "{\n  \"command\": [");
-    for (size_t i = 0; r->argv[i]; i++) {
-        fprintf(out, "%s", i ? ", " : "");
-        json_string(out, r->argv[i]);
-    }
-    fprintf(out, "],\n");
+    fprintf(out, "{\n  \"command\": ");
+    specx_json_argv(out, r->argv);
+    fprintf(out, ",\n");
     if (r->signal)
         fprintf(out, "  \"exit_status\": null,\n  \"signal\": %d,\n", r->signal);
     else
@@ -331,9 +306,9 @@ void run_report_json(FILE *out, const struct run_result *r)
     const char *why;
     const char *served_by = mechanism(r, &why);
     fprintf(out, "  \"mechanism\": ");
-    json_string_or_null(out, served_by);
+    specx_json_string(out, served_by);
     fprintf(out, ",\n  \"not_served_because\": ");
-    json_string_or_null(out, why);
+    specx_json_string(out, why);
     fprintf(out, ",\n");
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);

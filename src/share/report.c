@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "json.h"
+
 static const char *const prefetch_names[] = { "none", "switch", "model" };
 static const char *const release_names[] = { "none", "cold", "pageout" };
 static const char *const scheduler_names[] = { "rr", "mlfq" };
@@ -49,29 +51,11 @@ void share_report_table(FILE *out, const struct share_run *run)
     }
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void json_job(FILE *f, const struct share_job *j)
 {
-    fprintf(f, "    {\"job\": %u, \"command\": [", j->number);
-    for (char **a = j->argv; *a; a++) {
-        if (a != j->argv)
-            fputs(", ", f);
-        json_string(f, *a);
-    }
-    fprintf(f, "], \"exit_code\": %d, \"signal\": ", j->exited ? share_job_exit_code(j) : -1);
+    fprintf(f, "    {\"job\": %u, \"command\": ", j->number);
+    specx_json_argv(f, j->argv);
+    fprintf(f, ", \"exit_code\": %d, \"signal\": ", j->exited ? share_job_exit_code(j) : -1);
     if (j->exited && WIFSIGNALED(j->status))
         fprintf(f, "%d", WTERMSIG(j->status));
     else

@@ -1,0 +1,14 @@
+/* Writing JSON by hand, as every specx command's --json does: the one piece that needs care. */
+#ifndef SPECX_JSON_H
+#define SPECX_JSON_H
+
+#include <stdio.h>
+
+/* S as a JSON string: quoted, with quotes, backslashes and control characters escaped; null
+ * if S is NULL. */
+void specx_json_string(FILE *out, const char *s);
+
+/* ARGV (NULL-terminated) as a JSON array of strings. */
+void specx_json_argv(FILE *out, char *const *argv);
+
+#endif
