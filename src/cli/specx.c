@@ -21,6 +21,8 @@ static const struct command {
     { "run",    "run a program with speculative pre-execution for I/O prefetching",
       specx_run_main },
     { "share",  "run memory-hungry jobs in turns, prefetching the next one's memory", NULL },
+    { "idle",   "run a command on idle CPU, disk and memory only, its file changes isolated",
+      NULL },
     { "slowfs", "mount an emulated slow storage device (FUSE)", NULL },
     { "bench",  "run the paper's experiments on real programs over slowfs", NULL },
     { NULL, NULL, NULL },

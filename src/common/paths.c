@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 /* Build-tree directories that hold components, relative to SPECX_BUILD_ROOT. */
-static const char *const build_subdirs[] = { "src/cli", "src/slowfs", "src/share", "src/runtime", "bench", "bench/programs", NULL };
+static const char *const build_subdirs[] = {
+    "src/cli", "src/slowfs", "src/share", "src/idle", "src/runtime", "bench", "bench/programs",
+    NULL,
+};
 
 static bool running_from_build_tree(void)
 {

@@ -147,7 +147,8 @@ static int hierarchy_root(const char *controller, struct specx_cgroup *root)
 /* Core v2 files need no controller: only real controllers must be delegated. */
 static bool is_v2_core(const char *controller)
 {
-    return controller == NULL || strcmp(controller, "freezer") == 0;
+    return controller == NULL || strcmp(controller, "freezer") == 0 ||
+           strcmp(controller, SPECX_CG_CORE) == 0;
 }
 
 int specx_cgroup_parent_for(const char *controller, struct specx_cgroup *parent)

@@ -14,6 +14,10 @@
 
 enum specx_cg_version { SPECX_CG_V1 = 1, SPECX_CG_V2 = 2 };
 
+/* The "controller" that names the v2 hierarchy itself, for its core files (PSI, cgroup.freeze),
+ * which exist in every v2 group even where the real controllers are on v1. */
+#define SPECX_CG_CORE ""
+
 /* One group: its hierarchy's version and its directory in cgroupfs. */
 struct specx_cgroup {
     enum specx_cg_version version;

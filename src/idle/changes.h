@@ -1,0 +1,60 @@
+/* The command's changes to an isolated directory, read from the overlay's upper directory, and
+ * their crash-safe application: a journal of the changes is made durable first, then each file
+ * is replaced by a rename, so that a crash at any point leaves every file old or new, and
+ * applying the journal again finishes the commit (Eggert 2002 ch. 8). */
+#ifndef IDLE_CHANGES_H
+#define IDLE_CHANGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum idle_change_type {
+    CHANGE_MKDIR = 'M',  /* a directory the command made */
+    CHANGE_CLEAR = 'C',  /* a directory it emptied and refilled (overlay "opaque") */
+    CHANGE_WRITE = 'W',  /* a file it wrote or made */
+    CHANGE_LINK = 'L',   /* a symbolic link it made */
+    CHANGE_DELETE = 'D', /* something it removed (an overlay whiteout) */
+};
+
+struct idle_change {
+    char type;
+    unsigned dir;        /* which isolated directory */
+    char *rel;
+};
+
+struct idle_changes {
+    struct idle_change *v;
+    size_t n, cap;
+};
+
+/* Adds the changes recorded in UPPER, the upper directory of isolated directory DIR (number
+ * INDEX), parents before what they hold. 0, or -1 with errno. */
+int idle_changes_scan(struct idle_changes *c, unsigned index, const char *upper, const char *dir);
+
+/* One line per change ("  changed  DIR/REL"), at most LIMIT of them then a count. */
+void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[4096],
+                        size_t limit);
+
+/* Makes the journal of C durable in STATE (written aside, synced, renamed into place). */
+int idle_journal_write(const char *state, const struct idle_changes *c);
+/* Reads the journal in STATE into C. 0, -1 with ENOENT if there is none. */
+int idle_journal_read(const char *state, struct idle_changes *c);
+
+/* Applies C to DIRS from the upper directories in STATE; each file goes in by a rename from a
+ * name fixed by (RUN, its place in C), so that a repeated application first removes what an
+ * interrupted one left. 0, or -1 with a one-line reason in err. */
+int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const char *state,
+                       pid_t run, char *err, size_t errsize);
+
+void idle_changes_free(struct idle_changes *c);
+
+/* Removes PATH and everything below it (no error if it does not exist). */
+void idle_remove_tree(const char *path);
+
+/* The upper and work directories of isolated directory INDEX in STATE. */
+void idle_upper_dir(char *out, size_t size, const char *state, unsigned index);
+void idle_work_dir(char *out, size_t size, const char *state, unsigned index);
+
+#endif

@@ -1,0 +1,327 @@
+/* See isolation.h. */
+#include "isolation.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "readset.h"
+#include "util.h"
+
+#define DIRS_FILE "dirs"
+/* Changes listed before a question or by --commit never, before "... and N more". */
+#define SHOW_CHANGES 50
+
+/* True if A is B or lies below it. */
+static bool within(const char *a, const char *b)
+{
+    size_t len = strlen(b);
+    return strncmp(a, b, len) == 0 && (a[len] == '/' || a[len] == '\0' || len == 1);
+}
+
+static int check_dirs(struct idle_isolation *iso, const struct idle_options *o, char *err,
+                      size_t errsize)
+{
+    for (size_t i = 0; i < o->nisolate; i++) {
+        struct stat st;
+        if (!realpath(o->isolate[i], iso->dirs[i]) || stat(iso->dirs[i], &st) < 0)
+            return specx_format_error(err, errsize, "--isolate %s: %s", o->isolate[i],
+                                      strerror(errno));
+        if (!S_ISDIR(st.st_mode))
+            return specx_format_error(err, errsize, "--isolate %s: not a directory",
+                                      o->isolate[i]);
+        /* The overlay's options separate layers with ':' and options with ','. */
+        if (strcmp(iso->dirs[i], "/") == 0 || strpbrk(iso->dirs[i], ",:\\"))
+            return specx_format_error(err, errsize, "--isolate %s: cannot be isolated (the root, "
+                                      "or a path with ',', ':' or '\\')", o->isolate[i]);
+        if (within(IDLE_STATE_ROOT, iso->dirs[i]))
+            return specx_format_error(err, errsize, "--isolate %s: holds %s, where the changes "
+                                      "are kept apart", o->isolate[i], IDLE_STATE_ROOT);
+        for (size_t j = 0; j < i; j++)
+            if (within(iso->dirs[i], iso->dirs[j]) || within(iso->dirs[j], iso->dirs[i]))
+                return specx_format_error(err, errsize, "--isolate %s and %s overlap",
+                                          o->isolate[j], o->isolate[i]);
+        iso->n = i + 1;
+    }
+    return 0;
+}
+
+/* The run's state: upper and work directories, and the list of directories for a recovery. */
+static int make_state(struct idle_isolation *iso, char *err, size_t errsize)
+{
+    if (mkdir(IDLE_STATE_ROOT, 0700) < 0 && errno != EEXIST)
+        return specx_format_error(err, errsize, "cannot make %s: %s", IDLE_STATE_ROOT,
+                                  strerror(errno));
+    snprintf(iso->state, sizeof iso->state, IDLE_STATE_ROOT "/%d", (int)getpid());
+    idle_remove_tree(iso->state); /* a run of ours with this pid was killed long ago */
+    if (mkdir(iso->state, 0700) < 0)
+        return specx_format_error(err, errsize, "cannot make %s: %s", iso->state, strerror(errno));
+    char path[PATH_MAX];
+    for (unsigned i = 0; i < iso->n; i++) {
+        idle_upper_dir(path, sizeof path, iso->state, i);
+        int rc = mkdir(path, 0755);
+        idle_work_dir(path, sizeof path, iso->state, i);
+        if (rc < 0 || mkdir(path, 0700) < 0)
+            return specx_format_error(err, errsize, "cannot make %s: %s", path, strerror(errno));
+    }
+    snprintf(path, sizeof path, "%s/" DIRS_FILE, iso->state);
+    FILE *f = fopen(path, "we");
+    for (size_t i = 0; f && i < iso->n; i++)
+        fprintf(f, "%s\n", iso->dirs[i]);
+    if (!f || fclose(f) != 0)
+        return specx_format_error(err, errsize, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options *o, char *err,
+                           size_t errsize)
+{
+    *iso = (struct idle_isolation){ .watch_fd = -1 };
+    if (check_dirs(iso, o, err, errsize) < 0)
+        return -1;
+    if (make_state(iso, err, errsize) < 0) {
+        idle_isolation_abandon(iso);
+        return -1;
+    }
+    for (size_t i = 0; i < iso->n; i++)
+        if (idle_snapshot_take(&iso->before[i], iso->dirs[i]) < 0) {
+            specx_format_error(err, errsize, "cannot read %s: %s", iso->dirs[i], strerror(errno));
+            idle_isolation_abandon(iso);
+            return -1;
+        }
+    return 0;
+}
+
+int idle_isolation_enter(const struct idle_isolation *iso, const char **failed)
+{
+    *failed = "/";
+    /* Private: the overlays are the command's alone, and nothing it mounts leaks out. */
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return -1;
+    for (unsigned i = 0; i < iso->n; i++) {
+        char upper[PATH_MAX], work[PATH_MAX], options[3 * PATH_MAX + 64];
+        idle_upper_dir(upper, sizeof upper, iso->state, i);
+        idle_work_dir(work, sizeof work, iso->state, i);
+        snprintf(options, sizeof options, "lowerdir=%s,upperdir=%s,workdir=%s", iso->dirs[i],
+                 upper, work);
+        *failed = iso->dirs[i];
+        if (mount("overlay", iso->dirs[i], "overlay", 0, options) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void idle_isolation_watch(struct idle_isolation *iso, pid_t pid)
+{
+    iso->watch_fd = idle_readset_watch(pid, iso->dirs, iso->n);
+    if (iso->watch_fd < 0) {
+        specx_warn("cannot see what the command reads (fanotify: %s): any change by others "
+                   "in the isolated directories will count as a conflict", strerror(errno));
+        iso->read_set_lost = true;
+    }
+}
+
+void idle_isolation_drain(struct idle_isolation *iso)
+{
+    if (iso->watch_fd >= 0)
+        idle_readset_drain(iso->watch_fd, iso->dirs, iso->n, iso->read, &iso->read_set_lost);
+}
+
+static void add_conflict(struct idle_isolation *iso, size_t dir, const char *rel)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s%s%s", iso->dirs[dir], *rel ? "/" : "", rel);
+    idle_pathset_add(&iso->conflicts, path);
+}
+
+/* Everything under DIR that differs from its snapshot: when the read set is not known, any
+ * change by others may be one the command depended on. */
+static void conflict_anywhere(struct idle_isolation *iso, size_t dir)
+{
+    struct idle_snapshot now;
+    if (idle_snapshot_take(&now, iso->dirs[dir]) < 0) {
+        add_conflict(iso, dir, "");
+        return;
+    }
+    const struct idle_snapshot *both[2] = { &iso->before[dir], &now };
+    for (size_t s = 0; s < 2; s++)
+        for (size_t i = 0; i < both[s]->n; i++)
+            if (idle_snapshot_changed(&iso->before[dir], iso->dirs[dir], both[s]->entries[i].rel))
+                add_conflict(iso, dir, both[s]->entries[i].rel);
+    idle_snapshot_free(&now);
+}
+
+/* Ch. 8's validation: the command's changes go in only if nobody else changed, since it
+ * started, a file or directory it read or one it changed. */
+static void validate(struct idle_isolation *iso)
+{
+    for (size_t d = 0; d < iso->n; d++) {
+        if (iso->read_set_lost) {
+            conflict_anywhere(iso, d);
+            continue;
+        }
+        struct idle_pathset *read = &iso->read[d];
+        for (size_t i = 0; i < read->n; i++)
+            if (idle_snapshot_changed(&iso->before[d], iso->dirs[d], read->paths[i]))
+                add_conflict(iso, d, read->paths[i]);
+    }
+    for (size_t i = 0; !iso->read_set_lost && i < iso->changes.n; i++) {
+        const struct idle_change *ch = &iso->changes.v[i];
+        if (idle_snapshot_changed(&iso->before[ch->dir], iso->dirs[ch->dir], ch->rel))
+            add_conflict(iso, ch->dir, ch->rel);
+    }
+    idle_pathset_sort(&iso->conflicts);
+}
+
+/* --commit ask: the question goes to the terminal, whatever the command's input was. */
+static bool user_agrees(const struct idle_isolation *iso)
+{
+    FILE *tty = fopen("/dev/tty", "r+e");
+    if (!tty) {
+        specx_warn("--commit ask: no terminal to ask on; not committing");
+        return false;
+    }
+    fprintf(tty, "specx idle: the command made %zu change%s:\n", iso->changes.n,
+            iso->changes.n == 1 ? "" : "s");
+    idle_changes_print(tty, &iso->changes, (char (*)[4096])iso->dirs, SHOW_CHANGES);
+    fprintf(tty, "Commit them? [y/N] ");
+    fflush(tty);
+    char answer[16] = "";
+    bool yes = fgets(answer, sizeof answer, tty) && (answer[0] == 'y' || answer[0] == 'Y');
+    fclose(tty);
+    return yes;
+}
+
+static void commit(struct idle_isolation *iso)
+{
+    if (idle_journal_write(iso->state, &iso->changes) < 0) {
+        snprintf(iso->failure, sizeof iso->failure, "cannot write the commit's journal in %s: %s",
+                 iso->state, strerror(errno));
+        iso->outcome = ISOLATION_INCOMPLETE;
+        return;
+    }
+    if (idle_changes_apply(&iso->changes, iso->dirs, iso->state, getpid(), iso->failure,
+                           sizeof iso->failure) < 0) {
+        iso->outcome = ISOLATION_INCOMPLETE; /* the journal stays: a later run finishes it */
+        return;
+    }
+    iso->outcome = ISOLATION_COMMITTED;
+}
+
+void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
+{
+    idle_isolation_drain(iso);
+    if (iso->watch_fd >= 0)
+        close(iso->watch_fd);
+    iso->watch_fd = -1;
+    bool scanned = true;
+    for (size_t d = 0; d < iso->n; d++) {
+        char upper[PATH_MAX];
+        idle_upper_dir(upper, sizeof upper, iso->state, (unsigned)d);
+        idle_pathset_sort(&iso->read[d]);
+        if (idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
+            snprintf(iso->failure, sizeof iso->failure, "cannot read the changes in %s: %s",
+                     upper, strerror(errno));
+            scanned = false; /* nothing is applied that was not read whole */
+        }
+    }
+    if (scanned && iso->changes.n)
+        validate(iso);
+    if (!scanned || iso->conflicts.n)
+        iso->outcome = ISOLATION_CONFLICT;
+    else if (iso->changes.n == 0)
+        iso->outcome = ISOLATION_UNCHANGED;
+    else if (mode == COMMIT_NEVER || (mode == COMMIT_ASK && !user_agrees(iso)))
+        iso->outcome = ISOLATION_DISCARDED;
+    else
+        commit(iso);
+    if (iso->outcome != ISOLATION_INCOMPLETE)
+        idle_isolation_abandon(iso);
+}
+
+void idle_isolation_abandon(struct idle_isolation *iso)
+{
+    if (iso->state[0])
+        idle_remove_tree(iso->state);
+    for (size_t i = 0; i < IDLE_MAX_ISOLATE; i++) {
+        idle_snapshot_free(&iso->before[i]);
+        idle_pathset_free(&iso->read[i]);
+    }
+    if (iso->watch_fd >= 0)
+        close(iso->watch_fd);
+    iso->watch_fd = -1;
+}
+
+/* The directories of the run whose state is STATE, from its list. */
+static size_t read_dirs(const char *state, char (*dirs)[4096])
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/" DIRS_FILE, state);
+    FILE *f = fopen(path, "re");
+    size_t n = 0;
+    while (f && n < IDLE_MAX_ISOLATE && fgets(dirs[n], 4096, f)) {
+        dirs[n][strcspn(dirs[n], "\n")] = '\0';
+        n++;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* The run whose state is STATE (its pid, RUN) ended without finishing: finish its commit if
+ * it had begun one, else drop its changes. */
+static int recover_run(const char *state, pid_t run)
+{
+    struct idle_changes changes = { 0 };
+    char dirs[IDLE_MAX_ISOLATE][4096], err[512];
+    read_dirs(state, dirs);
+    if (idle_journal_read(state, &changes) < 0) {
+        idle_changes_free(&changes);
+        specx_warn("dropping the uncommitted changes of an earlier run (pid %d) that was "
+                   "killed", (int)run);
+        idle_remove_tree(state);
+        return 0;
+    }
+    int rc = idle_changes_apply(&changes, dirs, state, run, err, sizeof err);
+    idle_changes_free(&changes);
+    if (rc < 0) {
+        specx_warn("cannot finish the interrupted commit of an earlier run (pid %d): %s",
+                   (int)run, err);
+        return -1;
+    }
+    specx_warn("finished the interrupted commit of an earlier run (pid %d)", (int)run);
+    idle_remove_tree(state);
+    return 1;
+}
+
+int idle_isolation_recover(void)
+{
+    DIR *d = opendir(IDLE_STATE_ROOT);
+    if (!d)
+        return 0;
+    int finished = 0;
+    bool failed = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end, state[PATH_MAX];
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end || pid <= 0 || pid == getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* not a run's, or that run still goes on */
+        snprintf(state, sizeof state, IDLE_STATE_ROOT "/%s", e->d_name);
+        int rc = recover_run(state, (pid_t)pid);
+        failed |= rc < 0;
+        finished += rc > 0;
+    }
+    closedir(d);
+    return failed ? -1 : finished;
+}

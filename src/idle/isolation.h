@@ -1,0 +1,69 @@
+/* --isolate: the command sees each directory through an overlay in a mount namespace of its
+ * own, so that its changes stay apart until they are validated and committed (Eggert 2002 §2.2,
+ * isolation, and ch. 8). What it read comes from readset.h, what it changed from the overlay's
+ * upper layer (changes.h), what others changed meanwhile from a snapshot (snapshot.h). */
+#ifndef IDLE_ISOLATION_H
+#define IDLE_ISOLATION_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "changes.h"
+#include "options.h"
+#include "pathset.h"
+#include "snapshot.h"
+
+/* Where runs keep their upper layers and journals; a run's own is STATE_ROOT/PID. */
+#define IDLE_STATE_ROOT "/var/tmp/specx-idle"
+
+enum idle_outcome {
+    ISOLATION_UNCHANGED,   /* the command changed nothing */
+    ISOLATION_COMMITTED,
+    ISOLATION_DISCARDED,   /* --commit never, or the answer to --commit ask was no */
+    ISOLATION_CONFLICT,    /* others changed what it read or wrote: nothing applied */
+    ISOLATION_INCOMPLETE,  /* the commit failed part-way: the journal finishes it later */
+};
+
+struct idle_isolation {
+    char state[64];         /* IDLE_STATE_ROOT/PID */
+    size_t n;
+    char dirs[IDLE_MAX_ISOLATE][4096];
+    struct idle_snapshot before[IDLE_MAX_ISOLATE];
+    struct idle_pathset read[IDLE_MAX_ISOLATE];
+    int watch_fd;
+    bool read_set_lost;       /* then every change by others in the directories conflicts */
+    struct idle_changes changes;
+    struct idle_pathset conflicts; /* absolute paths */
+    enum idle_outcome outcome;
+    char failure[PATH_MAX + 256];
+};
+
+/* Checks the directories, makes this run's state (upper and work directories) and takes the
+ * snapshots. -1 with a one-line reason in err, and nothing left made. */
+int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options *o, char *err,
+                           size_t errsize);
+
+/* In the command's process, before exec: a private mount namespace with the overlays mounted.
+ * -1 with errno, and the directory that failed in *FAILED. */
+int idle_isolation_enter(const struct idle_isolation *iso, const char **failed);
+
+/* In ours once the command's overlays are mounted: starts recording what it opens there. */
+void idle_isolation_watch(struct idle_isolation *iso, pid_t pid);
+/* Takes in what it opened since the last call (the descriptor is iso->watch_fd). */
+void idle_isolation_drain(struct idle_isolation *iso);
+
+/* At the command's exit: validates and commits, discards or asks, per MODE, then removes the
+ * run's state (unless a failed commit's journal must stay to finish it). Sets iso->outcome. */
+void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode);
+
+/* Removes the state of a run that did not get as far as its commit; no error if none. */
+void idle_isolation_abandon(struct idle_isolation *iso);
+
+/* Finishes the commits of earlier runs that were interrupted in them, and removes what runs
+ * that were killed before their commit left. Says what it did on stderr. Returns how many
+ * commits it finished, or -1 if one could not be. */
+int idle_isolation_recover(void);
+
+#endif

@@ -1,0 +1,311 @@
+/* specx idle: a command that runs on idle capacity only — CPU, disk and memory nobody else
+ * wants, given back the moment the foreground needs them — with its file changes kept apart
+ * until they are validated and committed (Eggert 2002). docs/DESIGN.md §8 says how each
+ * resource maps to this kernel; specx-idle(1) says how to use it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "groups.h"
+#include "isolation.h"
+#include "kfile.h"
+#include "memory_yield.h"
+#include "options.h"
+#include "priority.h"
+#include "report.h"
+#include "util.h"
+
+/* How long a command told to stop (Ctrl-C, SIGTERM) has before it is killed. */
+#define STOP_GRACE_NS 5000000000ull
+#define EXIT_CONFLICT 3
+
+struct idle {
+    struct idle_options opt;
+    struct idle_groups groups;
+    struct idle_memory memory;
+    struct idle_isolation isolation;
+    pid_t pid;
+    int pidfd, sigfd;
+    int stop_signal;         /* the signal that interrupted the run, 0 if none */
+    uint64_t stop_deadline_ns;
+    uint64_t started_ns;
+    time_t promoted_at;
+    unsigned promoted_threads;
+};
+
+/* ---- the command's process, between fork and exec ---- */
+
+/* Tells our side why the command could not start, and ends. */
+static _Noreturn void child_fail(int status_fd, int code, const char *what, int err)
+{
+    dprintf(status_fd, "%s: %s", what, strerror(err));
+    _exit(code);
+}
+
+static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Should specx idle be killed outright, the command goes with it; the next run removes
+     * its groups and its uncommitted changes. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (idle_groups_attach(&s->groups, 0) < 0)
+        child_fail(status_fd, 1, "cannot join the command's cgroups", errno);
+    if (idle_priority_lower_self() < 0)
+        child_fail(status_fd, 1, "cannot lower the command's priority", errno);
+    /* In a real shortage the background goes first (Eggert 2002 §2.3, preemptability). */
+    specx_kfile_write("/proc/self/oom_score_adj", "1000\n");
+    const char *failed;
+    if (s->opt.nisolate && idle_isolation_enter(&s->isolation, &failed) < 0) {
+        char what[4200];
+        snprintf(what, sizeof what, "cannot isolate %s", failed);
+        child_fail(status_fd, 1, what, errno);
+    }
+    /* Ready: our side starts watching what the command opens, then lets it go. */
+    char go;
+    if (write(status_fd, "", 1) != 1 || read(go_fd, &go, 1) != 1)
+        _exit(1);
+    execvp(s->opt.argv[0], s->opt.argv);
+    int err = errno;
+    char what[4200];
+    snprintf(what, sizeof what, "cannot run '%s'", s->opt.argv[0]);
+    child_fail(status_fd, err == ENOENT ? 127 : 126, what, err);
+}
+
+/* ---- ours ---- */
+
+/* Starts the command; -1 with a one-line reason in err (its exit code in *CODE). */
+static int start_command(struct idle *s, int *code, char *err, size_t errsize)
+{
+    int status[2], go[2];
+    if (pipe2(status, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
+        return specx_format_error(err, errsize, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    s->pid = fork();
+    if (s->pid == 0) {
+        close(status[0]);
+        close(go[1]);
+        run_command(s, status[1], go[0]);
+    }
+    close(status[1]);
+    close(go[0]);
+    if (s->pid < 0)
+        return specx_format_error(err, errsize, "fork: %s", strerror(errno));
+    s->started_ns = specx_now_ns();
+    char ready;
+    ssize_t n = read(status[0], &ready, 1);
+    if (n == 1 && s->opt.nisolate)
+        idle_isolation_watch(&s->isolation, s->pid);
+    if (n == 1 && write(go[1], "", 1) == 1)
+        n = read(status[0], err, errsize - 1); /* nothing (exec closed it) or why not */
+    close(go[1]);
+    close(status[0]);
+    if (n == 0)
+        return 0;
+    int wstatus;
+    waitpid(s->pid, &wstatus, 0);
+    *code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 1;
+    if (n < 0)
+        snprintf(err, errsize, "the command did not start");
+    else
+        err[n] = '\0';
+    return -1;
+}
+
+static int open_signalfd(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -1;
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* Ctrl-C, SIGTERM, SIGHUP: passed on to every process of the command, thawed so that it can
+ * act on them; killed if it has not ended within STOP_GRACE_NS. */
+static void take_signals(struct idle *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->sigfd, &si, sizeof si) == sizeof si) {
+        if (s->stop_signal)
+            continue;
+        s->stop_signal = (int)si.ssi_signo;
+        s->stop_deadline_ns = specx_now_ns() + STOP_GRACE_NS;
+        idle_memory_stop(&s->memory, specx_now_ns());
+        pid_t pids[4096];
+        long n = specx_cgroup_procs(&s->groups.mem.cg, pids, sizeof pids / sizeof pids[0]);
+        for (long i = 0; i < n; i++)
+            kill(pids[i], s->stop_signal);
+    }
+}
+
+/* The deadline came (§3.1.3 of the paper: deadline-bounded backgrounding falls back to
+ * running the work like any other): normal CPU and I/O priority, memory no longer yielded. */
+static void promote(struct idle *s)
+{
+    s->promoted_at = time(NULL);
+    idle_memory_stop(&s->memory, specx_now_ns());
+    idle_groups_promote_cpu(&s->groups);
+    s->promoted_threads = idle_priority_promote(&s->groups.mem.cg);
+}
+
+static int poll_timeout_ms(const struct idle *s)
+{
+    long ms = (long)(IDLE_SAMPLE_NS / 1000000);
+    if (s->opt.deadline && !s->promoted_at) {
+        long until = (long)(s->opt.deadline - time(NULL)) * 1000;
+        ms = until < ms ? (until > 0 ? until : 0) : ms;
+    }
+    return (int)ms;
+}
+
+/* Waits for the command, yielding its memory, promoting it at the deadline and passing
+ * signals on. Returns its wait status; USAGE gets its resource usage. */
+static int supervise(struct idle *s, struct rusage *usage)
+{
+    for (;;) {
+        struct pollfd fds[3] = {
+            { .fd = s->pidfd, .events = POLLIN },
+            { .fd = s->sigfd, .events = POLLIN },
+            { .fd = s->isolation.watch_fd, .events = POLLIN },
+        };
+        poll(fds, s->isolation.watch_fd >= 0 ? 3 : 2, poll_timeout_ms(s));
+        if (fds[1].revents)
+            take_signals(s);
+        if (s->isolation.watch_fd >= 0)
+            idle_isolation_drain(&s->isolation);
+        int status;
+        if (wait4(s->pid, &status, WNOHANG, usage) == s->pid)
+            return status;
+        uint64_t now = specx_now_ns();
+        if (s->stop_signal && now > s->stop_deadline_ns)
+            specx_cgroup_kill_all(&s->groups.mem.cg);
+        if (s->opt.deadline && !s->promoted_at && time(NULL) >= s->opt.deadline)
+            promote(s);
+        idle_memory_tick(&s->memory, now);
+    }
+}
+
+static int exit_code_of(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The command's changes: committed only if it succeeded and was not interrupted. */
+static void settle_changes(struct idle *s, int status)
+{
+    bool succeeded = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !s->stop_signal;
+    if (!succeeded) {
+        idle_isolation_abandon(&s->isolation);
+        s->isolation.outcome = ISOLATION_DISCARDED;
+        specx_warn("the command %s: its changes are discarded",
+                   s->stop_signal ? "was interrupted" : "failed");
+        return;
+    }
+    idle_isolation_finish(&s->isolation, s->opt.commit);
+    const struct idle_isolation *iso = &s->isolation;
+    if (iso->outcome == ISOLATION_CONFLICT) {
+        specx_warn("not committed: others changed what the command read or wrote:");
+        for (size_t i = 0; i < iso->conflicts.n; i++)
+            fprintf(stderr, "  %s\n", iso->conflicts.paths[i]);
+        if (iso->failure[0])
+            fprintf(stderr, "  (%s)\n", iso->failure);
+    } else if (iso->outcome == ISOLATION_INCOMPLETE) {
+        specx_warn("%s; the next specx idle finishes the commit (or: specx idle --recover)",
+                   iso->failure);
+    } else if (iso->outcome == ISOLATION_DISCARDED) {
+        specx_warn("not committed (--commit %s); the changes were:",
+                   s->opt.commit == COMMIT_NEVER ? "never" : "ask");
+        idle_changes_print(stderr, &iso->changes, (char (*)[4096])iso->dirs, 50);
+    }
+}
+
+static int finish(struct idle *s, int status, const struct rusage *usage)
+{
+    uint64_t now = specx_now_ns();
+    idle_memory_stop(&s->memory, now);
+    idle_groups_destroy(&s->groups); /* what the command left running goes with it */
+    if (s->opt.nisolate)
+        settle_changes(s, status);
+    int code = exit_code_of(status);
+    if (s->opt.nisolate && s->isolation.outcome == ISOLATION_CONFLICT)
+        code = EXIT_CONFLICT;
+    else if (s->opt.nisolate && s->isolation.outcome == ISOLATION_INCOMPLETE)
+        code = 1;
+    struct idle_run run = {
+        .opt = &s->opt, .groups = &s->groups, .memory = &s->memory,
+        .isolation = s->opt.nisolate ? &s->isolation : NULL, .usage = *usage,
+        .elapsed_s = (double)(now - s->started_ns) / 1e9, .exit_code = code,
+        .command_status = status, .interrupted = s->stop_signal != 0,
+        .promoted_at = s->promoted_at, .promoted_threads = s->promoted_threads,
+    };
+    if (s->opt.report)
+        idle_report_table(stderr, &run);
+    if (s->opt.json && idle_report_json(s->opt.json, &run) < 0)
+        specx_warn("cannot write %s: %s", s->opt.json, strerror(errno));
+    if (s->opt.nisolate)
+        idle_isolation_abandon(&s->isolation);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    static struct idle s; /* large (the isolation's paths): not on the stack */
+    char err[4200];
+    specx_set_progname("specx idle");
+    s.isolation.watch_fd = -1;
+    if (idle_options_parse(argc, argv, time(NULL), &s.opt, err, sizeof err) < 0) {
+        specx_warn("%s", err);
+        return 2;
+    }
+    if (s.opt.help) {
+        idle_options_usage(stdout);
+        return 0;
+    }
+    if (s.opt.version) {
+        printf("specx idle %s\n", SPECX_VERSION);
+        return 0;
+    }
+    /* What runs killed outright left: their groups, their uncommitted changes, or a commit
+     * they were in the middle of. */
+    idle_groups_sweep_stale();
+    int recovered = idle_isolation_recover();
+    if (s.opt.recover)
+        return recovered < 0 ? 1 : 0;
+    if ((s.sigfd = open_signalfd()) < 0)
+        specx_die(1, "signalfd: %s", strerror(errno));
+    if (s.opt.nisolate && idle_isolation_prepare(&s.isolation, &s.opt, err, sizeof err) < 0)
+        specx_die(1, "%s", err);
+    if (idle_groups_make(&s.groups, err, sizeof err) < 0) {
+        idle_isolation_abandon(&s.isolation);
+        specx_die(1, "%s", err);
+    }
+    int code = 1;
+    if (start_command(&s, &code, err, sizeof err) < 0) {
+        idle_groups_destroy(&s.groups);
+        idle_isolation_abandon(&s.isolation);
+        specx_warn("%s", err);
+        return code;
+    }
+    s.pidfd = (int)syscall(SYS_pidfd_open, s.pid, 0);
+    idle_memory_start(&s.memory, &s.groups, specx_now_ns());
+    struct rusage usage = { 0 };
+    int status = supervise(&s, &usage);
+    return finish(&s, status, &usage);
+}

@@ -1,0 +1,47 @@
+/* The background's memory yields to the foreground's (Eggert 2002 §2.3, preemptability): a
+ * sample every IDLE_SAMPLE_NS of what says the foreground stalled on memory, and the
+ * background frozen and reclaimed at once when it did (yield_policy.h decides how far). */
+#ifndef IDLE_MEMORY_YIELD_H
+#define IDLE_MEMORY_YIELD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "groups.h"
+#include "yield_policy.h"
+
+/* 50 ms: the give-back bar is 0.5 s from the foreground's first stall, and a sample costs a
+ * few small reads. */
+#define IDLE_SAMPLE_NS 50000000ull
+
+struct idle_memory {
+    const struct idle_groups *groups;
+    struct idle_yield_state state;
+    bool enabled;
+    /* What pressure is read from (docs/DESIGN.md §8.3). */
+    bool psi_usable;            /* our v2 group's PSI and the background's own: the difference
+                                   is time the foreground stalled while the background did not */
+    struct specx_cgroup psi_domain;
+    uint64_t psi_domain_us, psi_bg_us;
+    uint64_t pgscan;            /* the machine's own reclaim */
+    struct specx_cgroup domain; /* the memory group we run in, which the background shares */
+    bool domain_limited;
+    uint64_t domain_hits;
+    uint64_t total_bytes;       /* what the background may grow back to */
+    /* What it did, for the report. */
+    unsigned shrinks, thaws, grows;
+    uint64_t giveback_max_ns, giveback_sum_ns, given_back_bytes;
+    uint64_t frozen_ns, frozen_since_ns;
+    uint64_t peak_bytes;
+};
+
+/* Starts watching; the background's memory group has no limit yet. */
+void idle_memory_start(struct idle_memory *m, const struct idle_groups *g, uint64_t now_ns);
+
+/* One sample and what follows from it. */
+void idle_memory_tick(struct idle_memory *m, uint64_t now_ns);
+
+/* Stops yielding (the deadline, or the end): thawed, and no limit of ours left. */
+void idle_memory_stop(struct idle_memory *m, uint64_t now_ns);
+
+#endif

@@ -1,0 +1,57 @@
+/* See pathset.h. */
+#include "pathset.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int idle_pathset_add(struct idle_pathset *s, const char *path)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        char **grown = realloc(s->paths, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        s->paths = grown;
+        s->cap = cap;
+    }
+    if (!(s->paths[s->n] = strdup(path)))
+        return -1;
+    s->n++;
+    s->sorted = false;
+    return 0;
+}
+
+static int compare(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void idle_pathset_sort(struct idle_pathset *s)
+{
+    if (s->sorted)
+        return;
+    qsort(s->paths, s->n, sizeof *s->paths, compare);
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (kept && strcmp(s->paths[kept - 1], s->paths[i]) == 0)
+            free(s->paths[i]);
+        else
+            s->paths[kept++] = s->paths[i];
+    }
+    s->n = kept;
+    s->sorted = true;
+}
+
+bool idle_pathset_has(const struct idle_pathset *s, const char *path)
+{
+    return s->n && bsearch(&path, s->paths, s->n, sizeof *s->paths, compare) != NULL;
+}
+
+void idle_pathset_free(struct idle_pathset *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->paths[i]);
+    free(s->paths);
+    *s = (struct idle_pathset){ 0 };
+}

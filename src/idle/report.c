@@ -1,0 +1,150 @@
+/* See report.h. */
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "isolation.h"
+#include "json.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static const char *const outcome_names[] = { "unchanged", "committed", "discarded", "conflict",
+                                             "incomplete" };
+
+static double seconds(struct timeval tv) { return (double)tv.tv_sec + tv.tv_usec / 1e6; }
+
+static void format_time(char *out, size_t size, time_t t)
+{
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(out, size, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+/* One row of the table: the resource, how it was kept to idle capacity, what happened. */
+static void row(FILE *out, const char *resource, const char *how, const char *what)
+{
+    fprintf(out, "  %-9s %-38s %s\n", resource, how, what);
+}
+
+static void memory_row(FILE *out, const struct idle_memory *m)
+{
+    char what[256];
+    int n = snprintf(what, sizeof what, "peak %.1f MiB; ", (double)m->peak_bytes / MIB);
+    if (m->shrinks == 0)
+        snprintf(what + n, sizeof what - (size_t)n, "never asked to give any back");
+    else
+        snprintf(what + n, sizeof what - (size_t)n,
+                 "gave back %.1f MiB in %u step%s (slowest %.0f ms), frozen %.2f s",
+                 (double)m->given_back_bytes / MIB, m->shrinks, m->shrinks == 1 ? "" : "s",
+                 (double)m->giveback_max_ns / 1e6, (double)m->frozen_ns / 1e9);
+    row(out, "memory", m->psi_usable ? "yields to reclaim, limit hits, PSI"
+                                     : "yields to reclaim and limit hits", what);
+}
+
+void idle_report_table(FILE *out, const struct idle_run *run)
+{
+    const struct idle_options *o = run->opt;
+    char how[128], what[256];
+    fprintf(out, "specx idle: %s %s after %.2f s\n", o->argv[0],
+            run->interrupted ? "was interrupted" : WIFSIGNALED(run->command_status)
+                                                       ? "was killed" : "exited",
+            run->elapsed_s);
+    row(out, "resource", "kept to idle capacity by", "what happened");
+    snprintf(how, sizeof how, "SCHED_IDLE%s%s", run->groups->cpu_setting ? ", cgroup " : "",
+             run->groups->cpu_setting ? run->groups->cpu_setting : "");
+    snprintf(what, sizeof what, "%.2f s user, %.2f s system", seconds(run->usage.ru_utime),
+             seconds(run->usage.ru_stime));
+    row(out, "CPU", how, what);
+    snprintf(what, sizeof what, "%ld blocks read, %ld written", run->usage.ru_inblock,
+             run->usage.ru_oublock);
+    row(out, "disk", "idle I/O class", what);
+    memory_row(out, run->memory);
+    row(out, "network", "not classified (not built yet)", "-");
+    if (o->deadline) {
+        format_time(how, sizeof how, o->deadline);
+        row(out, "deadline", how, run->promoted_at ? "reached: promoted to normal priority"
+                                                   : "not reached");
+    }
+    if (run->isolation) {
+        const struct idle_isolation *iso = run->isolation;
+        snprintf(how, sizeof how, "--isolate: %zu overlay%s", iso->n, iso->n == 1 ? "" : "s");
+        snprintf(what, sizeof what, "%zu change%s, %s%s", iso->changes.n,
+                 iso->changes.n == 1 ? "" : "s", outcome_names[iso->outcome],
+                 iso->read_set_lost ? " (read set unknown: every change by others counted)"
+                                    : "");
+        row(out, "files", how, what);
+    }
+}
+
+static void json_memory(FILE *f, const struct idle_memory *m)
+{
+    fprintf(f, "  \"memory\": {\"signals\": \"%s\", \"peak_bytes\": %llu, \"shrinks\": %u, "
+               "\"thaws\": %u, \"grows\": %u, \"given_back_bytes\": %llu, "
+               "\"giveback_max_s\": %.6f, \"giveback_mean_s\": %.6f, \"frozen_s\": %.6f},\n",
+            m->psi_usable ? "reclaim+limit_hits+psi" : "reclaim+limit_hits",
+            (unsigned long long)m->peak_bytes, m->shrinks, m->thaws, m->grows,
+            (unsigned long long)m->given_back_bytes, (double)m->giveback_max_ns / 1e9,
+            m->shrinks ? (double)m->giveback_sum_ns / 1e9 / m->shrinks : 0.0,
+            (double)m->frozen_ns / 1e9);
+}
+
+static void json_isolation(FILE *f, const struct idle_isolation *iso)
+{
+    fputs("  \"isolation\": {\"directories\": [", f);
+    for (size_t i = 0; i < iso->n; i++) {
+        fputs(i ? ", " : "", f);
+        specx_json_string(f, iso->dirs[i]);
+    }
+    fprintf(f, "], \"outcome\": \"%s\", \"changes\": %zu, \"read_set_known\": %s, "
+               "\"conflicts\": [", outcome_names[iso->outcome], iso->changes.n,
+            iso->read_set_lost ? "false" : "true");
+    for (size_t i = 0; i < iso->conflicts.n; i++) {
+        fputs(i ? ", " : "", f);
+        specx_json_string(f, iso->conflicts.paths[i]);
+    }
+    fputs("]},\n", f);
+}
+
+int idle_report_json(const char *file, const struct idle_run *run)
+{
+    const struct idle_options *o = run->opt;
+    FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+    if (!f)
+        return -1;
+    fputs("{\n  \"command\": ", f);
+    specx_json_argv(f, o->argv);
+    fprintf(f, ",\n  \"exit_code\": %d, \"signal\": ", run->exit_code);
+    if (WIFSIGNALED(run->command_status))
+        fprintf(f, "%d", WTERMSIG(run->command_status));
+    else
+        fputs("null", f);
+    fprintf(f, ", \"interrupted\": %s, \"elapsed_s\": %.6f,\n",
+            run->interrupted ? "true" : "false", run->elapsed_s);
+    fprintf(f, "  \"cpu\": {\"policy\": \"SCHED_IDLE\", \"cgroup\": ");
+    specx_json_string(f, run->groups->cpu_setting);
+    fprintf(f, ", \"user_s\": %.6f, \"system_s\": %.6f},\n", seconds(run->usage.ru_utime),
+            seconds(run->usage.ru_stime));
+    fprintf(f, "  \"disk\": {\"class\": \"idle\", \"blocks_read\": %ld, \"blocks_written\": %ld},\n",
+            run->usage.ru_inblock, run->usage.ru_oublock);
+    json_memory(f, run->memory);
+    fputs("  \"network\": {\"classified\": false, \"why\": \"not built yet\"},\n", f);
+    if (run->isolation)
+        json_isolation(f, run->isolation);
+    fprintf(f, "  \"deadline\": ");
+    if (o->deadline)
+        fprintf(f, "{\"at\": %lld, \"promoted\": %s, \"promoted_at\": %lld, "
+                   "\"threads_promoted\": %u}\n}\n", (long long)o->deadline,
+                run->promoted_at ? "true" : "false", (long long)run->promoted_at,
+                run->promoted_threads);
+    else
+        fputs("null\n}\n", f);
+    int err = ferror(f) ? EIO : 0;
+    if (f != stdout && fclose(f) != 0)
+        err = errno;
+    else if (f == stdout)
+        fflush(f);
+    errno = err;
+    return err ? -1 : 0;
+}
