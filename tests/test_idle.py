@@ -1,0 +1,395 @@
+"""`specx idle` (issue 14; Eggert 2002): the command runs with idle priority for CPU and disk, in
+groups that yield memory, its result that of the command run plainly; with --isolate its file
+changes stay invisible until committed, are refused on conflict, and a commit killed half-way
+leaves every file old or new and is finished later. Nothing is left behind however a run ends.
+How well the foreground keeps its share is measured by `specx bench idle`, not here."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import SPECX, run_specx
+
+PY = sys.executable
+STATE_ROOT = pathlib.Path("/var/tmp/specx-idle")
+
+
+def idle_groups():
+    """specx idle's groups (specx-idle-PID) anywhere in the cgroup hierarchies."""
+    found = set()
+    for dirpath, dirnames, _ in os.walk("/sys/fs/cgroup"):
+        found |= {os.path.join(dirpath, d) for d in dirnames if d.startswith("specx-idle-")}
+        dirnames[:] = [d for d in dirnames if not d.startswith("specx-idle-")]
+    return found
+
+
+def states():
+    return set(os.listdir(STATE_ROOT)) if STATE_ROOT.is_dir() else set()
+
+
+def overlays():
+    with open("/proc/self/mountinfo") as f:
+        return [line for line in f if " - overlay " in line]
+
+
+def wait_for(condition, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.fixture
+def clean():
+    """The test leaves no group, no run state and no overlay of specx idle behind."""
+    before = (idle_groups(), states(), len(overlays()))
+    yield
+    assert wait_for(lambda: (idle_groups(), states(), len(overlays())) == before, timeout=10)
+
+
+# ---- the command line ----
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no command"),
+    (["--bogus", "true"], "invalid option '--bogus'"),
+    (["--within", "0", "true"], "invalid --within"),
+    (["--deadline", "2001-01-01 10:00", "true"], "in the past"),
+    (["--deadline", "soon", "true"], "invalid --deadline"),
+    (["--commit", "never", "true"], "--commit needs --isolate"),
+    (["--recover", "true"], "--recover takes no command"),
+])
+def test_bad_usage_is_one_line_and_exit_2(specx, args, message):
+    proc = run_specx("idle", *args)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("specx idle: ") and message in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_help_and_version(specx):
+    assert "--isolate" in run_specx("idle", "--help").stdout
+    assert run_specx("idle", "--version").stdout.startswith("specx idle ")
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("make_dir, message", [
+    (lambda tmp: tmp / "missing", "No such file or directory"),
+    (lambda tmp: (tmp / "file").write_text("x") and tmp / "file", "not a directory"),
+    (lambda tmp: pathlib.Path("/"), "cannot be isolated"),
+    (lambda tmp: (tmp / "a,b").mkdir() or tmp / "a,b", "cannot be isolated"),
+])
+def test_a_directory_that_cannot_be_isolated_is_refused(specx, tmp_path, clean, make_dir,
+                                                         message):
+    proc = run_specx("idle", "--isolate", make_dir(tmp_path), "--", "true")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("specx idle: --isolate ") and message in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.root
+def test_overlapping_directories_are_refused(specx, tmp_path, clean):
+    (tmp_path / "in").mkdir()
+    proc = run_specx("idle", "-i", tmp_path, "-i", tmp_path / "in", "--", "true")
+    assert proc.returncode == 1 and "overlap" in proc.stderr
+
+
+# ---- the command itself ----
+
+
+@pytest.mark.root
+def test_output_and_exit_status_are_the_commands(specx, clean):
+    proc = run_specx("idle", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (7, "out\n", "err\n")
+    proc = run_specx("idle", "--", "sh", "-c", "kill -TERM $$")
+    assert proc.returncode == 128 + signal.SIGTERM
+
+
+@pytest.mark.root
+def test_a_command_that_cannot_run_is_127_and_one_line(specx, clean):
+    proc = run_specx("idle", "--", "/no/such/program")
+    assert proc.returncode == 127
+    assert proc.stderr == "specx idle: cannot run '/no/such/program': No such file or directory\n"
+
+
+PRIORITIES = """
+import os
+policy = os.sched_getscheduler(0)
+with open('/proc/self/oom_score_adj') as f:
+    adj = f.read().strip()
+print(policy == os.SCHED_IDLE, adj, open('/proc/self/cgroup').read().count('specx-idle-') > 0)
+"""
+
+
+@pytest.mark.root
+def test_the_command_runs_at_idle_priority_in_its_own_groups(specx, clean):
+    proc = run_specx("idle", "--", PY, "-c", PRIORITIES)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "1000", "True"]
+    ionice = run_specx("idle", "--", "sh", "-c", "ionice -p $$")
+    assert ionice.stdout.strip() == "idle"
+
+
+@pytest.mark.root
+def test_the_deadline_promotes_the_command_to_normal_priority(specx, clean, tmp_path):
+    """--within: still running at the deadline, so every thread is back at SCHED_OTHER and the
+    best-effort I/O class, and the report says when."""
+    code = ("import os, threading, time\n"
+            "t = threading.Thread(target=time.sleep, args=(5,)); t.start()\n"
+            "time.sleep(3)\n"
+            "print(os.sched_getscheduler(0) == os.SCHED_OTHER,\n"
+            "      os.sched_getscheduler(t.native_id) == os.SCHED_OTHER)\n")
+    report = tmp_path / "r.json"
+    proc = run_specx("idle", "--within", "1s", "--json", report, "--", PY, "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
+    deadline = json.loads(report.read_text())["deadline"]
+    assert deadline["promoted"] and deadline["threads_promoted"] >= 1
+
+
+@pytest.mark.root
+def test_report_and_json_say_what_each_resource_did(specx, clean, tmp_path):
+    report = tmp_path / "r.json"
+    proc = run_specx("idle", "--report", "--json", report, "--", "true")
+    assert proc.returncode == 0
+    for resource in ("CPU", "disk", "memory", "network"):
+        assert f"\n  {resource} " in proc.stderr
+    data = json.loads(report.read_text())
+    assert data["exit_code"] == 0 and data["cpu"]["policy"] == "SCHED_IDLE"
+    assert data["memory"]["shrinks"] == 0 and data["network"]["classified"] is False
+
+
+def start_idle(*args):
+    return subprocess.Popen([str(SPECX), "idle", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_ends_the_command_and_leaves_nothing(specx, clean, tmp_path, sig):
+    marker = tmp_path / f"up-{uuid.uuid4().hex[:8]}"
+    idle = start_idle("--isolate", tmp_path, "--", "sh", "-c",
+                      f"echo x > {tmp_path}/written; touch {marker}; exec sleep 1000")
+    # The marker is written inside the overlay: the test sees the command is up by its
+    # process, not by the file.
+    assert wait_for(lambda: any(b"sleep\x001000" in p.read_bytes()
+                                for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
+                                if p.exists()))
+    idle.send_signal(sig)
+    out, err = idle.communicate(timeout=30)
+    assert idle.returncode == 128 + sig
+    assert "discarded" in err
+    assert not (tmp_path / "written").exists()
+
+
+@pytest.mark.root
+def test_the_next_run_removes_what_a_killed_run_left(specx, clean, tmp_path):
+    """specx idle killed outright cleans nothing itself: its command gets the parent-death
+    signal, its groups and its uncommitted changes stay until the next run removes them."""
+    idle = start_idle("--isolate", tmp_path, "--", "sh", "-c",
+                      f"echo x > {tmp_path}/written; exec sleep 1000")
+    assert wait_for(lambda: str(idle.pid) in states() and idle_groups())
+    time.sleep(0.3)
+    idle.kill()
+    idle.wait()
+    proc = run_specx("idle", "--", "true")
+    assert proc.returncode == 0
+    assert "left by a run that was killed" in proc.stderr
+    assert "dropping the uncommitted changes" in proc.stderr
+    assert not (tmp_path / "written").exists()
+
+
+# ---- isolation ----
+
+
+def isolated(tmp_path, script, *args):
+    return run_specx("idle", "--isolate", tmp_path / "d", "--json", tmp_path / "r.json", *args,
+                     "--", "sh", "-c", script)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "a").write_text("a\n")
+    (d / "sub" / "b").write_text("b\n")
+    (d / "gone").write_text("gone\n")
+    (d / "olddir").mkdir()
+    (d / "olddir" / "x").write_text("x\n")
+    return d
+
+
+CHANGES = ("echo new > {d}/c; echo changed > {d}/sub/b; rm {d}/gone; rm -r {d}/olddir; "
+           "mkdir -p {d}/nd/deep; echo deep > {d}/nd/deep/f; ln -s a {d}/link; "
+           "chmod 600 {d}/a")
+
+
+def expected_after(d):
+    assert (d / "c").read_text() == "new\n"
+    assert (d / "sub" / "b").read_text() == "changed\n"
+    assert not (d / "gone").exists() and not (d / "olddir").exists()
+    assert (d / "nd" / "deep" / "f").read_text() == "deep\n"
+    assert os.readlink(d / "link") == "a"
+    assert (d / "a").stat().st_mode & 0o777 == 0o600
+    assert not [p for p in d.rglob(".specx-idle-*")]
+
+
+def listing(d):
+    return sorted((str(p.relative_to(d)), p.is_dir() or p.read_bytes())
+                  for p in d.rglob("*"))
+
+
+@pytest.mark.root
+def test_changes_are_invisible_until_the_commit_applies_them(specx, clean, tmp_path, tree):
+    before = listing(tree)
+    seen = tmp_path / "seen"
+    gate = tmp_path / "gate"
+    idle = start_idle("--isolate", tree, "--", "sh", "-c",
+                      CHANGES.format(d=tree) + f"; touch {seen}; while [ ! -e {gate} ]; "
+                      "do sleep 0.05; done")
+    assert wait_for(lambda: seen.exists())
+    assert listing(tree) == before  # 0 bytes of its writes visible before the commit
+    gate.touch()
+    out, err = idle.communicate(timeout=60)
+    assert idle.returncode == 0, err
+    expected_after(tree)
+
+
+@pytest.mark.root
+def test_commit_never_shows_the_changes_and_applies_none(specx, clean, tmp_path, tree):
+    before = listing(tree)
+    proc = isolated(tmp_path, CHANGES.format(d=tree), "--commit", "never")
+    assert proc.returncode == 0
+    assert listing(tree) == before
+    assert f"removed  {tree}/gone" in proc.stderr and f"changed  {tree}/c" in proc.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["isolation"]["outcome"] == "discarded"
+
+
+@pytest.mark.root
+def test_a_failed_command_commits_nothing(specx, clean, tmp_path, tree):
+    before = listing(tree)
+    proc = isolated(tmp_path, CHANGES.format(d=tree) + "; exit 4")
+    assert proc.returncode == 4
+    assert listing(tree) == before
+
+
+def run_with_concurrent_change(tmp_path, script, change):
+    """Runs SCRIPT isolated on d; CHANGE() runs (from outside) once SCRIPT wrote d/../ready."""
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    idle = start_idle("--isolate", tmp_path / "d", "--json", tmp_path / "r.json", "--", "sh",
+                      "-c", f"{script}; touch {ready}; while [ ! -e {go} ]; do sleep 0.05; done")
+    assert wait_for(ready.exists)
+    change()
+    go.touch()
+    out, err = idle.communicate(timeout=60)
+    return idle.returncode, err, json.loads((tmp_path / "r.json").read_text())["isolation"]
+
+
+@pytest.mark.root
+def test_a_file_it_read_changed_by_someone_else_is_a_conflict(specx, clean, tmp_path, tree):
+    code, err, iso = run_with_concurrent_change(
+        tmp_path, f"cat {tree}/a > {tree}/copy", lambda: (tree / "a").write_text("other\n"))
+    assert code == 3 and iso["outcome"] == "conflict"
+    assert iso["conflicts"] == [str(tree / "a")]
+    assert f"  {tree}/a\n" in err
+    assert not (tree / "copy").exists()  # nothing of it applied
+
+
+@pytest.mark.root
+def test_a_file_it_wrote_changed_by_someone_else_is_a_conflict(specx, clean, tmp_path, tree):
+    code, err, iso = run_with_concurrent_change(
+        tmp_path, f"echo mine > {tree}/new", lambda: (tree / "new").write_text("theirs\n"))
+    assert code == 3 and iso["conflicts"] == [str(tree / "new")]
+    assert (tree / "new").read_text() == "theirs\n"
+
+
+@pytest.mark.root
+def test_a_change_to_what_it_never_touched_is_no_conflict(specx, clean, tmp_path, tree):
+    code, err, iso = run_with_concurrent_change(
+        tmp_path, f"cat {tree}/a > {tree}/copy", lambda: (tree / "sub" / "b").write_text("o\n"))
+    assert code == 0 and iso["outcome"] == "committed" and iso["read_set_known"]
+    assert (tree / "copy").read_text() == "a\n" and (tree / "sub" / "b").read_text() == "o\n"
+
+
+MANY = 400
+KILL_POINTS = 12
+
+
+@pytest.mark.root
+def test_a_commit_killed_at_any_point_leaves_each_file_old_or_new(specx, clean, tmp_path):
+    """kill -9 of specx idle at KILL_POINTS points spread over a whole run that commits MANY
+    files: every file is old or new at every point, and --recover finishes the commit (or,
+    killed before its journal was durable, drops it): the tree is then all old or all new,
+    with no temporary file left."""
+    d = tmp_path / "d"
+    d.mkdir()
+    script = f"for i in $(seq {MANY}); do echo new-$i > {d}/f$i; done"
+
+    def reset():
+        for i in range(1, MANY + 1):
+            (d / f"f{i}").write_text(f"old-{i}\n")
+
+    reset()
+    t0 = time.monotonic()
+    assert run_specx("idle", "--isolate", d, "--", "sh", "-c", script).returncode == 0
+    whole = time.monotonic() - t0
+    mixed = 0
+    for point in range(KILL_POINTS):
+        reset()
+        idle = start_idle("--isolate", d, "--", "sh", "-c", script)
+        time.sleep(whole * (point + 0.5) / KILL_POINTS)
+        idle.kill()
+        idle.wait()
+        contents = [(d / f"f{i}").read_text() for i in range(1, MANY + 1)]
+        assert all(c in (f"old-{i}\n", f"new-{i}\n") for i, c in enumerate(contents, 1))
+        mixed += len({c.split("-")[0] for c in contents}) > 1
+        recovered = run_specx("idle", "--recover")
+        assert recovered.returncode == 0, recovered.stderr
+        after = {(d / f"f{i}").read_text().split("-")[0] for i in range(1, MANY + 1)}
+        assert len(after) == 1, f"kill point {point}: a mix of old and new after recovery"
+        assert sorted(p.name for p in d.iterdir()) == sorted(f"f{i}" for i in range(1, MANY + 1))
+    print(f"{mixed} of {KILL_POINTS} kills landed inside a commit ({whole:.2f} s a run)")
+
+
+@pytest.mark.root
+def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, tmp_path):
+    """The background fills the page cache of a group it shares with the foreground; the
+    foreground then takes memory in that group: its limit is hit, and the background is
+    frozen and reclaimed. (How fast is `specx bench idle`'s figure.)"""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+    from specx_bench import memcg
+    if memcg.find() is None:
+        pytest.skip("no cgroup hierarchy with the memory controller on this machine")
+    data = tmp_path / "data"
+    with open(data, "wb") as f:
+        f.write(os.urandom(1 << 20) * 96)
+        f.flush()
+        os.fsync(f.fileno())
+        # Out of the page cache: the background's reads charge it to the background's group.
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    report = tmp_path / "r.json"
+    background = (f"cat {data} > /dev/null; cat {data} > /dev/null; touch {tmp_path}/filled; "
+                  f"while [ ! -e {tmp_path}/done ]; do sleep 0.05; done")
+    foreground = (f"import time, pathlib\n"
+                  f"while not pathlib.Path('{tmp_path}/filled').exists(): time.sleep(0.05)\n"
+                  f"b = bytearray(100 << 20)\n"
+                  f"for i in range(0, len(b), 4096): b[i] = 1\n"
+                  f"time.sleep(1)\n"
+                  f"pathlib.Path('{tmp_path}/done').touch()\n")
+    with memcg.limited(f"specx-test-idle-{uuid.uuid4().hex[:8]}", 160 << 20) as group:
+        idle = subprocess.Popen([str(SPECX), "idle", "--json", report, "--", "sh", "-c",
+                                 background], preexec_fn=group.add, stderr=subprocess.PIPE,
+                                text=True)
+        fg = subprocess.run([PY, "-c", foreground], preexec_fn=group.add, timeout=120)
+        _, err = idle.communicate(timeout=120)
+    assert fg.returncode == 0  # the foreground was not killed
+    assert idle.returncode == 0, err
+    memory = json.loads(report.read_text())["memory"]
+    assert memory["shrinks"] >= 1 and memory["given_back_bytes"] > 0
