@@ -6,7 +6,7 @@ import pytest
 
 from conftest import SPECX, run_specx
 
-COMMANDS = ["run", "slowfs", "bench"]
+COMMANDS = ["run", "share", "idle", "slowfs", "bench"]
 
 
 def test_help_lists_every_command(specx):
