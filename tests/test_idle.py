@@ -393,3 +393,18 @@ def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, 
     assert idle.returncode == 0, err
     memory = json.loads(report.read_text())["memory"]
     assert memory["shrinks"] >= 1 and memory["given_back_bytes"] > 0
+
+
+@pytest.mark.root
+def test_the_idle_benchmark_writes_its_results_and_leaves_nothing(specx, clean, tmp_path):
+    """The harness, not the figures: one short CPU run per mode."""
+    out = tmp_path / "out"
+    proc = run_specx("bench", "idle", "--scale", "test", "--runs", "1", "--experiments", "cpu",
+                     "--data-dir", tmp_path / "data", "--out", out, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((out / "results-idle.json").read_text())
+    modes = {row["mode"]: row for row in result["experiments"][0]["modes"]}
+    assert set(modes) == {"solo", "plain", "nice", "nice+ionice", "specx-idle"}
+    assert modes["solo"]["fg_share"] == 1.0 and modes["specx-idle"]["bg_progress"] is not None
+    assert (out / "results-idle.md").read_text().startswith("# specx bench idle")
+    assert (out / "results-idle.png").stat().st_size > 0

@@ -32,6 +32,7 @@ struct idle_memory {
     unsigned shrinks, thaws, grows;
     uint64_t giveback_max_ns, giveback_sum_ns, given_back_bytes;
     uint64_t frozen_ns, frozen_since_ns;
+    double first_giveback_at;   /* wall clock (s since the epoch) the first shrink ended; 0 */
     uint64_t peak_bytes;
 };
 

@@ -82,12 +82,13 @@ static void json_memory(FILE *f, const struct idle_memory *m)
 {
     fprintf(f, "  \"memory\": {\"signals\": \"%s\", \"peak_bytes\": %llu, \"shrinks\": %u, "
                "\"thaws\": %u, \"grows\": %u, \"given_back_bytes\": %llu, "
-               "\"giveback_max_s\": %.6f, \"giveback_mean_s\": %.6f, \"frozen_s\": %.6f},\n",
+               "\"giveback_max_s\": %.6f, \"giveback_mean_s\": %.6f, \"frozen_s\": %.6f, "
+               "\"first_giveback_at\": %.6f},\n",
             m->psi_usable ? "reclaim+limit_hits+psi" : "reclaim+limit_hits",
             (unsigned long long)m->peak_bytes, m->shrinks, m->thaws, m->grows,
             (unsigned long long)m->given_back_bytes, (double)m->giveback_max_ns / 1e9,
             m->shrinks ? (double)m->giveback_sum_ns / 1e9 / m->shrinks : 0.0,
-            (double)m->frozen_ns / 1e9);
+            (double)m->frozen_ns / 1e9, m->first_giveback_at);
 }
 
 static void json_isolation(FILE *f, const struct idle_isolation *iso)
