@@ -21,7 +21,6 @@ FG throughput is reported as a share of solo (medians, and 95 % confidence inter
 the runs), BG progress as a share of the capacity the FG leaves idle, and for memory the
 time from the FG's start to the BG's first give-back. The network experiment waits for
 specx idle's network classes (not built yet). Results: results-idle.md, .json and .png."""
-import argparse
 import contextlib
 import json
 import os
@@ -32,7 +31,7 @@ import sys
 import time
 import uuid
 
-from . import components, datasets, memcg, slowfs
+from . import components, datasets, memcg, slowfs, subcommand
 
 MIB = 1 << 20
 MODES = ("solo", "plain", "nice", "nice+ionice", "specx-idle")
@@ -134,23 +133,12 @@ See specx-bench(1).
 """
 
 
-class Parser(argparse.ArgumentParser):
-    def format_help(self):
-        return HELP
-
-    def error(self, message):
-        self.exit(2, f"specx bench idle: {message}; see 'specx bench idle --help'\n")
-
-
 def parse(argv):
-    p = Parser(prog="specx bench idle", add_help=False)
-    p.add_argument("-h", "--help", action="help")
+    p = subcommand.parser("idle", HELP)
     p.add_argument("--experiments", default=",".join(EXPERIMENTS))
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--scale", choices=tuple(SCALES), default="full")
     p.add_argument("-p", "--preset", default="hdd")
-    p.add_argument("--out")
-    p.add_argument("--data-dir", default="/var/tmp/specx-data")
     args = p.parse_args(argv)
     args.experiments = args.experiments.split(",")
     unknown = [e for e in args.experiments if e not in EXPERIMENTS]
@@ -411,11 +399,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("specx bench idle: needs root (cgroups, slowfs, drop_caches)", file=sys.stderr)
         return 1
-    out_dir = args.out or os.path.join("bench-results", time.strftime("%Y%m%dT%H%M%SZ",
-                                                                       time.gmtime()))
-    os.makedirs(out_dir, exist_ok=True)
-    os.makedirs(args.data_dir, exist_ok=True)
-    args.data_dir = os.path.abspath(args.data_dir)
+    out_dir = subcommand.prepare_dirs(args)
     scale = SCALES[args.scale]
     result = {"environment": {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                               "kernel": os.uname().release, "cpus": os.cpu_count(),

@@ -97,36 +97,40 @@ def _fault_prefetches(total):
 MEMORY_MODES = ("nospec", "specx", "specx-nomemctl")
 
 
+def memory_runs(workloads):
+    """(workload, its memory limit in MiB, mode, its successful runs) for the workloads run in
+    a memory cgroup, per mode of MEMORY_MODES that has runs."""
+    for w in workloads:
+        limit = (w.get("params") or {}).get("memory_limit_mb")
+        for mode in MEMORY_MODES if limit else ():
+            runs = bars.spec_runs(w, mode)
+            if runs:
+                yield w, limit, mode, runs
+
+
 def memory_control_table(workloads):
     """The paper's Table 5 for the workloads run in a memory cgroup: per memory size and mode,
     the memory control's threshold crossings (speculation stopped) and re-enablings, the
     stalls it counted as added and removed, syncs, stall time, the copies' peak private
     memory, major faults and the elapsed time (medians over runs)."""
     rows = []
-    for w in workloads:
-        limit = (w.get("params") or {}).get("memory_limit_mb")
-        if not limit:
-            continue
-        for mode in MEMORY_MODES:
-            runs = bars.spec_runs(w, mode)
-            if not runs:
-                continue
-            total = lambda key: bars._median_total(runs, key) or 0  # noqa: E731
-            spec = mode != "nospec"
-            control = spec and runs[0]["report"].get("memory_control", True)
-            rows.append([
-                w["name"], f"{limit} MiB", "on" if spec else "off",
-                ("Y" if control else "N") if spec else "–",
-                f"{int(total('memctl_disabled'))} / {int(total('memctl_reenabled'))}"
-                if control else "–",
-                f"{int(total('memctl_added')):,} / {int(total('memctl_removed')):,}"
-                if control else "–",
-                f"{int(total('sync_attempts')):,}" if spec else "–",
-                f"{bars.statistics.median([r['stall_s'] for r in runs]):.2f} s",
-                f"{total('copy_peak_kb') / 1024:.1f} MiB" if spec else "–",
-                f"{int(total('majflt')):,}",
-                f"{bars.statistics.median([r['elapsed_s'] for r in runs]):.2f} s",
-            ])
+    for w, limit, mode, runs in memory_runs(workloads):
+        total = lambda key: bars._median_total(runs, key) or 0  # noqa: E731
+        spec = mode != "nospec"
+        control = spec and runs[0]["report"].get("memory_control", True)
+        rows.append([
+            w["name"], f"{limit} MiB", "on" if spec else "off",
+            ("Y" if control else "N") if spec else "–",
+            f"{int(total('memctl_disabled'))} / {int(total('memctl_reenabled'))}"
+            if control else "–",
+            f"{int(total('memctl_added')):,} / {int(total('memctl_removed')):,}"
+            if control else "–",
+            f"{int(total('sync_attempts')):,}" if spec else "–",
+            f"{bars.statistics.median([r['stall_s'] for r in runs]):.2f} s",
+            f"{total('copy_peak_kb') / 1024:.1f} MiB" if spec else "–",
+            f"{int(total('majflt')):,}",
+            f"{bars.statistics.median([r['elapsed_s'] for r in runs]):.2f} s",
+        ])
     if not any(row[3] == "Y" for row in rows):
         return None
     return _table(["Workload", "Memory", "Spec", "M", "Stopped / allowed again",
@@ -159,27 +163,22 @@ def memory_signals_table(workloads):
     (refaults of evicted pages, limit hits) and on the machine (PSI memory "some" time, pages
     scanned by reclaim). Medians over runs."""
     rows = []
-    for w in workloads:
-        limit = (w.get("params") or {}).get("memory_limit_mb")
-        for mode in MEMORY_MODES if limit else ():
-            runs = bars.spec_runs(w, mode)
-            if not runs:
-                continue
-            total = lambda key: bars._median_total(runs, key)  # noqa: E731
-            control = mode != "nospec" and runs[0]["report"].get("memory_control", True)
-            stalls = bars.statistics.median(
-                [(r["report"]["total"].get("majflt") or 0) + (r["report"]["total"].get("stalls")
-                                                                or 0) for r in runs])
-            rows.append([
-                w["name"], f"{limit} MiB", mode, _count(stalls),
-                f"{_count(total('memctl_added'))} / {_count(total('memctl_removed'))}"
-                if control else "–",
-                _count(_median_memory(runs, "reclaim", ("workingset_refault_anon",
-                                                        "workingset_refault_file"))),
-                _count(_median_memory(runs, "limit_hits")),
-                _count(_median_memory(runs, "machine", "psi_some_us"), 1000),
-                _count(_median_memory(runs, "machine", "pgscan")),
-            ])
+    for w, limit, mode, runs in memory_runs(workloads):
+        total = lambda key: bars._median_total(runs, key)  # noqa: E731
+        control = mode != "nospec" and runs[0]["report"].get("memory_control", True)
+        stalls = bars.statistics.median(
+            [(r["report"]["total"].get("majflt") or 0) + (r["report"]["total"].get("stalls")
+                                                            or 0) for r in runs])
+        rows.append([
+            w["name"], f"{limit} MiB", mode, _count(stalls),
+            f"{_count(total('memctl_added'))} / {_count(total('memctl_removed'))}"
+            if control else "–",
+            _count(_median_memory(runs, "reclaim", ("workingset_refault_anon",
+                                                    "workingset_refault_file"))),
+            _count(_median_memory(runs, "limit_hits")),
+            _count(_median_memory(runs, "machine", "psi_some_us"), 1000),
+            _count(_median_memory(runs, "machine", "pgscan")),
+        ])
     if not rows:
         return None
     return _table(["Workload", "Memory", "Mode", "Program stalls", "Control: added / removed",

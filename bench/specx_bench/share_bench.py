@@ -15,7 +15,6 @@ swapping to a loop device over a file on slowfs (a disk's latency; --swap zram f
 case). Each job also runs alone, with memory to spare, for its slowdown. With --sweep the
 none/model/model-50 modes run again at several memory sizes: the paper's Figs. 1-2, major
 faults against memory. Results: results-share.md, .json and .png (and results-share-sweep.png)."""
-import argparse
 import contextlib
 import json
 import os
@@ -27,7 +26,7 @@ import sys
 import time
 import uuid
 
-from . import components, datasets, memcg, slowfs, swapspace
+from . import components, datasets, memcg, slowfs, subcommand, swapspace
 
 MIB = 1 << 20
 MODES = {
@@ -79,25 +78,14 @@ See specx-bench(1).
 """
 
 
-class Parser(argparse.ArgumentParser):
-    def format_help(self):
-        return HELP
-
-    def error(self, message):
-        self.exit(2, f"specx bench share: {message}; see 'specx bench share --help'\n")
-
-
 def parse(argv):
-    p = Parser(prog="specx bench share", add_help=False)
-    p.add_argument("-h", "--help", action="help")
+    p = subcommand.parser("share", HELP)
     p.add_argument("--modes", default=",".join(DEFAULT_MODES))
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--scale", choices=tuple(SCALES), default="full")
     p.add_argument("--swap", choices=("slowfs", "zram"), default="slowfs")
     p.add_argument("-p", "--preset", default="paper2003")
     p.add_argument("--sweep", action="store_true")
-    p.add_argument("--out")
-    p.add_argument("--data-dir", default="/var/tmp/specx-data")
     args = p.parse_args(argv)
     args.modes = args.modes.split(",")
     unknown = [m for m in args.modes if m not in MODES]
@@ -447,11 +435,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("specx bench share: needs root (cgroups, swap space, drop_caches)", file=sys.stderr)
         return 1
-    out_dir = args.out or os.path.join("bench-results", time.strftime("%Y%m%dT%H%M%SZ",
-                                                                       time.gmtime()))
-    os.makedirs(out_dir, exist_ok=True)
-    os.makedirs(args.data_dir, exist_ok=True)
-    args.data_dir = os.path.abspath(args.data_dir)
+    out_dir = subcommand.prepare_dirs(args)
     try:
         with datasets.locked(args.data_dir):
             result = experiment(args, out_dir)

@@ -1,6 +1,9 @@
 /* See json.h. */
 #include "json.h"
 
+#include <errno.h>
+#include <string.h>
+
 void specx_json_string(FILE *out, const char *s)
 {
     if (!s) {
@@ -29,4 +32,20 @@ void specx_json_argv(FILE *out, char *const *argv)
         specx_json_string(out, *a);
     }
     fputc(']', out);
+}
+
+FILE *specx_json_open(const char *file)
+{
+    return strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+}
+
+int specx_json_close(FILE *f)
+{
+    int err = ferror(f) ? EIO : 0;
+    if (f != stdout && fclose(f) != 0)
+        err = errno;
+    else if (f == stdout && fflush(f) != 0)
+        err = errno;
+    errno = err;
+    return err ? -1 : 0;
 }

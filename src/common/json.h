@@ -8,6 +8,12 @@
  * if S is NULL. */
 void specx_json_string(FILE *out, const char *s);
 
+/* The stream a --json FILE goes to: standard output for "-", else FILE made anew. NULL with
+ * errno if it cannot be. */
+FILE *specx_json_open(const char *file);
+/* Ends what specx_json_open gave: 0, or -1 with errno if anything written was lost. */
+int specx_json_close(FILE *f);
+
 /* ARGV (NULL-terminated) as a JSON array of strings. */
 void specx_json_argv(FILE *out, char *const *argv);
 

@@ -67,3 +67,16 @@ bool specx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     *out = v;
     return true;
 }
+
+bool specx_grow(void *items, size_t *cap, size_t n, size_t size, size_t first)
+{
+    if (n < *cap)
+        return true;
+    size_t more = *cap ? 2 * *cap : first;
+    void *grown = realloc(*(void **)items, more * size);
+    if (!grown)
+        return false;
+    *(void **)items = grown;
+    *cap = more;
+    return true;
+}

@@ -20,6 +20,11 @@ _Noreturn void specx_die(int status, const char *fmt, ...) __attribute__((format
 int specx_format_error(char *err, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Makes room for one more element in the array *ITEMS (N in use, *CAP allocated, each SIZE
+ * bytes), doubling it (FIRST elements the first time). False (the array as it was) if memory
+ * runs out. */
+bool specx_grow(void *items, size_t *cap, size_t n, size_t size, size_t first);
+
 /* Strict parsers: the whole string must be a number in [min, max]. Return false otherwise. */
 bool specx_parse_double(const char *s, double min, double max, double *out);
 bool specx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

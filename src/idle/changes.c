@@ -41,14 +41,8 @@ static bool join(char *out, size_t size, const char *a, const char *b)
 
 static int add(struct idle_changes *c, char type, unsigned dir, const char *rel)
 {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 64;
-        struct idle_change *grown = realloc(c->v, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        c->v = grown;
-        c->cap = cap;
-    }
+    if (!specx_grow(&c->v, &c->cap, c->n, sizeof *c->v, 64))
+        return -1;
     if (!(c->v[c->n].rel = strdup(rel)))
         return -1;
     c->v[c->n].type = type;

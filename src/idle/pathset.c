@@ -5,16 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 int idle_pathset_add(struct idle_pathset *s, const char *path)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        char **grown = realloc(s->paths, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        s->paths = grown;
-        s->cap = cap;
-    }
+    if (!specx_grow(&s->paths, &s->cap, s->n, sizeof *s->paths, 64))
+        return -1;
     if (!(s->paths[s->n] = strdup(path)))
         return -1;
     s->n++;

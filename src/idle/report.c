@@ -1,8 +1,6 @@
 /* See report.h. */
 #include "report.h"
 
-#include <errno.h>
-#include <string.h>
 #include <sys/wait.h>
 
 #include "isolation.h"
@@ -111,7 +109,7 @@ static void json_isolation(FILE *f, const struct idle_isolation *iso)
 int idle_report_json(const char *file, const struct idle_run *run)
 {
     const struct idle_options *o = run->opt;
-    FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+    FILE *f = specx_json_open(file);
     if (!f)
         return -1;
     fputs("{\n  \"command\": ", f);
@@ -141,11 +139,5 @@ int idle_report_json(const char *file, const struct idle_run *run)
                 run->promoted_threads);
     else
         fputs("null\n}\n", f);
-    int err = ferror(f) ? EIO : 0;
-    if (f != stdout && fclose(f) != 0)
-        err = errno;
-    else if (f == stdout)
-        fflush(f);
-    errno = err;
-    return err ? -1 : 0;
+    return specx_json_close(f);
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* nftw passes no argument of ours: the walk in progress. */
 static struct idle_snapshot *walking;
 static size_t walking_root_len;
@@ -18,14 +20,8 @@ static int record(const char *path, const struct stat *st, int type, struct FTW 
     (void)type;
     (void)ftw;
     struct idle_snapshot *s = walking;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        struct idle_entry *grown = realloc(s->entries, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        s->entries = grown;
-        s->cap = cap;
-    }
+    if (!specx_grow(&s->entries, &s->cap, s->n, sizeof *s->entries, 256))
+        return -1;
     const char *rel = path + walking_root_len;
     rel += *rel == '/';
     if (!(s->entries[s->n].rel = strdup(rel)))

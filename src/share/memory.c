@@ -15,6 +15,7 @@
 #include "maps.h"
 #include "memcg.h"
 #include "program_pagemap.h"
+#include "util.h"
 
 #define PAGE_SIZE_BYTES 4096ull
 /* Ranges per process_madvise call (the kernel takes at most UIO_MAXIOV). */
@@ -75,14 +76,8 @@ struct swapped_list {
 
 static void note_swapped(struct swapped_list *l, uintptr_t addr, uint64_t entry)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 1024;
-        struct swapped_page *grown = realloc(l->pages, cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->pages = grown;
-        l->cap = cap;
-    }
+    if (!specx_grow(&l->pages, &l->cap, l->n, sizeof *l->pages, 1024))
+        return;
     /* Bits 0-54: swap type (0-4) and offset (5-54); the offset orders the slots. */
     l->pages[l->n++] = (struct swapped_page){ addr, entry & ((1ull << 55) - 1) };
 }

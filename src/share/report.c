@@ -1,7 +1,6 @@
 /* See report.h. */
 #include "report.h"
 
-#include <errno.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -71,7 +70,7 @@ static void json_job(FILE *f, const struct share_job *j)
 int share_report_json(const char *file, const struct share_run *run)
 {
     const struct share_options *o = run->opt;
-    FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+    FILE *f = specx_json_open(file);
     if (!f)
         return -1;
     fprintf(f, "{\n  \"quantum_s\": %.6f, \"memory_bytes\": %llu, \"scheduler\": \"%s\", "
@@ -87,11 +86,5 @@ int share_report_json(const char *file, const struct share_run *run)
         fputs(i + 1 < run->njobs ? ",\n" : "\n", f);
     }
     fputs("  ]\n}\n", f);
-    int err = ferror(f) ? EIO : 0;
-    if (f != stdout && fclose(f) != 0)
-        err = errno;
-    else if (f == stdout)
-        fflush(f);
-    errno = err;
-    return err ? -1 : 0;
+    return specx_json_close(f);
 }
