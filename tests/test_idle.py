@@ -3,6 +3,7 @@ groups that yield memory, its result that of the command run plainly; with --iso
 changes stay invisible until committed, are refused on conflict, and a commit killed half-way
 leaves every file old or new and is finished later. Nothing is left behind however a run ends.
 How well the foreground keeps its share is measured by `specx bench idle`, not here."""
+import contextlib
 import json
 import os
 import pathlib
@@ -408,3 +409,25 @@ def test_the_idle_benchmark_writes_its_results_and_leaves_nothing(specx, clean, 
     assert modes["solo"]["fg_share"] == 1.0 and modes["specx-idle"]["bg_progress"] is not None
     assert (out / "results-idle.md").read_text().startswith("# specx bench idle")
     assert (out / "results-idle.png").stat().st_size > 0
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("answer, committed", [(b"y\n", True), (b"n\n", False)])
+def test_commit_ask_asks_on_the_terminal(specx, clean, tmp_path, tree, answer, committed):
+    """--commit ask lists the changes on the terminal and commits only on a yes."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(str(SPECX), [str(SPECX), "idle", "--isolate", str(tree), "--commit", "ask",
+                              "--", "sh", "-c", f"echo new > {tree}/c"])
+    said = b""
+    while b"[y/N]" not in said:
+        said += os.read(fd, 1024)
+    os.write(fd, answer)
+    with contextlib.suppress(OSError):
+        while os.read(fd, 1024):
+            pass
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert f"changed  {tree}/c".encode() in said
+    assert (tree / "c").exists() == committed
