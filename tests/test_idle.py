@@ -431,3 +431,85 @@ def test_commit_ask_asks_on_the_terminal(specx, clean, tmp_path, tree, answer, c
     assert os.waitstatus_to_exitcode(status) == 0
     assert f"changed  {tree}/c".encode() in said
     assert (tree / "c").exists() == committed
+
+
+# ---- network ----
+
+
+@pytest.fixture
+def netns():
+    """A network namespace of the test's own with one veth to a second (addresses in
+    10.203.0.0/24, a default route through it), removed afterwards. Yields (name, device)."""
+    tag = uuid.uuid4().hex[:6]
+    a, b, dev = f"specx-t-{tag}a", f"specx-t-{tag}b", f"sxa{tag}"
+    cmds = [["ip", "netns", "add", a], ["ip", "netns", "add", b],
+            ["ip", "link", "add", dev, "type", "veth", "peer", "name", f"sxb{tag}"],
+            ["ip", "link", "set", dev, "netns", a], ["ip", "link", "set", f"sxb{tag}", "netns", b],
+            ["ip", "-n", a, "addr", "add", "10.203.0.1/24", "dev", dev],
+            ["ip", "-n", b, "addr", "add", "10.203.0.2/24", "dev", f"sxb{tag}"],
+            ["ip", "-n", a, "link", "set", dev, "up"], ["ip", "-n", b, "link", "set", f"sxb{tag}", "up"],
+            ["ip", "-n", a, "route", "add", "default", "via", "10.203.0.2"]]
+    try:
+        for cmd in cmds:
+            subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+        yield a, dev
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+
+
+def in_netns(ns, *argv, **kw):
+    """ARGV in network namespace NS only (ip netns exec would hide the cgroup mounts)."""
+    return subprocess.run(["nsenter", f"--net=/run/netns/{ns}", *map(str, argv)],
+                          capture_output=True, text=True, timeout=120, **kw)
+
+
+SOCKET_AND_QUEUE = """
+import socket, subprocess, sys
+s = socket.socket()
+print(hex(s.getsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY)))
+print(subprocess.run(["tc", "class", "show", "dev", sys.argv[1]], capture_output=True,
+                     text=True).stdout)
+"""
+
+
+@pytest.mark.root
+def test_the_commands_sockets_queue_behind_the_foreground(specx, clean, netns):
+    ns, dev = netns
+    proc = in_netns(ns, SPECX, "idle", "--net-rate", "50mbit", "--report", "--", PY, "-c",
+                    SOCKET_AND_QUEUE, dev)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "0x1de00020"
+    assert "class htb 1de0:20 parent 1de0:1 prio 7" in proc.stdout
+    assert f"{dev} at 50 Mbit/s" in proc.stderr
+    # Gone with the run: the interface has its default again.
+    assert "1de0" not in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout
+    # A foreground socket is untouched.
+    plain = in_netns(ns, PY, "-c", SOCKET_AND_QUEUE, dev)
+    assert plain.stdout.split()[0] == "0x0"
+
+
+@pytest.mark.root
+def test_network_is_left_alone_where_it_cannot_be_queued(specx, clean, netns):
+    ns, dev = netns
+    assert in_netns(ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "10mbit",
+                    "burst", "32kbit", "latency", "50ms").returncode == 0
+    proc = in_netns(ns, SPECX, "idle", "--net-rate", "50mbit", "--json", "-", "--", "true")
+    net = json.loads(proc.stdout)["network"]
+    assert net["queues"] == [] and "someone else's" in net["left_alone"]
+    assert "tbf" in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout
+    proc = in_netns(ns, SPECX, "idle", "--no-net", "--json", "-", "--", "true")
+    assert json.loads(proc.stdout)["network"]["classified"] is False
+
+
+@pytest.mark.root
+def test_the_next_run_removes_a_queue_a_killed_run_left(specx, clean, netns):
+    ns, dev = netns
+    idle = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", str(SPECX), "idle",
+                             "--net-rate", "50mbit", "--", "sleep", "1000"])
+    assert wait_for(lambda: "1de0" in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout)
+    idle.kill()
+    idle.wait()
+    assert "1de0" in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout
+    assert in_netns(ns, SPECX, "idle", "--no-net", "--", "true").returncode == 0
+    assert "1de0" not in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout

@@ -22,6 +22,8 @@
 #include "isolation.h"
 #include "kfile.h"
 #include "memory_yield.h"
+#include "net_class.h"
+#include "net_queue.h"
 #include "options.h"
 #include "priority.h"
 #include "report.h"
@@ -36,6 +38,7 @@ struct idle {
     struct idle_groups groups;
     struct idle_memory memory;
     struct idle_isolation isolation;
+    struct idle_network network;
     pid_t pid;
     int pidfd, sigfd;
     int stop_signal;         /* the signal that interrupted the run, 0 if none */
@@ -155,6 +158,35 @@ static void take_signals(struct idle *s)
     }
 }
 
+/* The command's packets in the background class, queued behind the foreground's where they
+ * leave (net_class.h, net_queue.h). What could not be done is said in the report; the command
+ * runs either way. */
+static void start_network(struct idle *s)
+{
+    struct idle_network *n = &s->network;
+    n->prog_fd = -1;
+    if (!s->opt.net) {
+        snprintf(n->why, sizeof n->why, "left alone (--no-net)");
+        return;
+    }
+    if (!s->groups.psi) {
+        snprintf(n->why, sizeof n->why, "no cgroup v2 group to classify sockets in");
+        return;
+    }
+    n->prog_fd = idle_net_classify(s->groups.psi, n->why, sizeof n->why);
+    n->classified = n->prog_fd >= 0;
+    if (n->classified)
+        idle_net_queue_start(&n->queue, s->opt.net_dev, s->opt.net_rate_bps);
+}
+
+static void stop_network(struct idle *s)
+{
+    idle_net_queue_stop(&s->network.queue);
+    if (s->network.prog_fd >= 0)
+        close(s->network.prog_fd); /* detached with the group */
+    s->network.prog_fd = -1;
+}
+
 /* The deadline came (§3.1.3 of the paper: deadline-bounded backgrounding falls back to
  * running the work like any other): normal CPU and I/O priority, memory no longer yielded. */
 static void promote(struct idle *s)
@@ -162,6 +194,9 @@ static void promote(struct idle *s)
     s->promoted_at = time(NULL);
     idle_memory_stop(&s->memory, specx_now_ns());
     idle_groups_promote_cpu(&s->groups);
+    if (s->network.prog_fd >= 0)
+        idle_net_unclassify(s->groups.psi, s->network.prog_fd);
+    idle_net_queue_promote(&s->network.queue);
     s->promoted_threads = idle_priority_promote(&s->groups.mem.cg);
 }
 
@@ -241,6 +276,7 @@ static int finish(struct idle *s, int status, const struct rusage *usage)
     uint64_t now = specx_now_ns();
     idle_memory_stop(&s->memory, now);
     idle_groups_destroy(&s->groups); /* what the command left running goes with it */
+    stop_network(s);
     if (s->opt.nisolate)
         settle_changes(s, status);
     int code = exit_code_of(status);
@@ -250,7 +286,8 @@ static int finish(struct idle *s, int status, const struct rusage *usage)
         code = 1;
     struct idle_run run = {
         .opt = &s->opt, .groups = &s->groups, .memory = &s->memory,
-        .isolation = s->opt.nisolate ? &s->isolation : NULL, .usage = *usage,
+        .isolation = s->opt.nisolate ? &s->isolation : NULL, .network = &s->network,
+        .usage = *usage,
         .elapsed_s = (double)(now - s->started_ns) / 1e9, .exit_code = code,
         .command_status = status, .interrupted = s->stop_signal != 0,
         .promoted_at = s->promoted_at, .promoted_threads = s->promoted_threads,
@@ -285,6 +322,7 @@ int main(int argc, char **argv)
     /* What runs killed outright left: their groups, their uncommitted changes, or a commit
      * they were in the middle of. */
     idle_groups_sweep_stale();
+    idle_net_queue_sweep();
     int recovered = idle_isolation_recover();
     if (s.opt.recover)
         return recovered < 0 ? 1 : 0;
@@ -296,9 +334,11 @@ int main(int argc, char **argv)
         idle_isolation_abandon(&s.isolation);
         specx_die(1, "%s", err);
     }
+    start_network(&s);
     int code = 1;
     if (start_command(&s, &code, err, sizeof err) < 0) {
         idle_groups_destroy(&s.groups);
+        stop_network(&s);
         idle_isolation_abandon(&s.isolation);
         specx_warn("%s", err);
         return code;

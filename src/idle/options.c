@@ -30,7 +30,11 @@ void idle_options_usage(FILE *out)
         "  -d, --deadline TIME     promote CMD to normal priority at TIME if it has not\n"
         "                          finished (HH:MM[:SS] today, YYYY-MM-DD HH:MM[:SS], @EPOCH)\n"
         "  -w, --within DUR        the same, DUR from now (e.g. 90s, 10m, 2h)\n"
-        "      --no-net            leave CMD's network traffic unclassified\n"
+        "      --net-rate RATE     the rate of the link CMD's traffic leaves by, where it\n"
+        "                          queues behind the foreground's (e.g. 100mbit, 1gbit;\n"
+        "                          default: the interface's speed)\n"
+        "      --net-dev DEV       that link (default: the interfaces of the default routes)\n"
+        "      --no-net            leave CMD's network traffic alone\n"
         "  -r, --report            print what CMD got and gave back to stderr at the end\n"
         "      --json FILE         write the same as JSON to FILE ('-': stdout)\n"
         "      --recover           run nothing: finish the commits of runs that were\n"
@@ -116,6 +120,25 @@ static int take_deadline(int opt, const char *arg, time_t now, struct idle_optio
     return 0;
 }
 
+bool idle_parse_rate(const char *s, uint64_t *bps)
+{
+    static const struct { const char *suffix; uint64_t multiplier; } units[] = {
+        { "kbit", 1000ull }, { "mbit", 1000000ull }, { "gbit", 1000000000ull }, { "", 1 } };
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || v == 0 || *s == '-')
+        return false;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].suffix) == 0) {
+            if (v > UINT64_MAX / units[i].multiplier)
+                return false;
+            *bps = v * units[i].multiplier;
+            return true;
+        }
+    return false;
+}
+
 static int take_isolate(const char *arg, struct idle_options *o, char *err, size_t errsize)
 {
     if (o->nisolate == IDLE_MAX_ISOLATE)
@@ -147,6 +170,8 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         { "deadline", required_argument, NULL, 'd' },
         { "within", required_argument, NULL, 'w' },
         { "no-net", no_argument, NULL, 'N' },
+        { "net-rate", required_argument, NULL, 'B' },
+        { "net-dev", required_argument, NULL, 'D' },
         { "report", no_argument, NULL, 'r' },
         { "json", required_argument, NULL, 'J' },
         { "recover", no_argument, NULL, 'R' },
@@ -165,6 +190,12 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         case 'd':
         case 'w': rc = take_deadline(opt, optarg, now, o, err, errsize); break;
         case 'N': o->net = false; break;
+        case 'B':
+            if (!idle_parse_rate(optarg, &o->net_rate_bps))
+                rc = specx_format_error(err, errsize, "invalid --net-rate '%s' (e.g. 100mbit, "
+                                        "1gbit)", optarg);
+            break;
+        case 'D': o->net_dev = optarg; break;
         case 'r': o->report = true; break;
         case 'J': o->json = optarg; break;
         case 'R': o->recover = true; break;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -18,6 +19,8 @@ struct idle_options {
     enum idle_commit commit;
     time_t deadline;        /* 0: none; else when the command is promoted (wall clock) */
     bool net;               /* false with --no-net: no network class of ours */
+    const char *net_dev;    /* --net-dev: NULL for the interfaces of the default routes */
+    uint64_t net_rate_bps;  /* --net-rate: 0 for the link's speed */
     bool report;
     const char *json;       /* NULL, "-" for stdout, or a path */
     bool recover;           /* --recover: only finish or drop what killed runs left */
@@ -32,6 +35,10 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
                        size_t errsize);
 
 void idle_options_usage(FILE *out);
+
+/* A rate in bits per second: a number with kbit, mbit or gbit (powers of 1000), or bits.
+ * False on anything else or zero (pure; unit-tested). */
+bool idle_parse_rate(const char *s, uint64_t *bps);
 
 /* A point in time, local: "HH:MM[:SS]" today, "YYYY-MM-DD HH:MM[:SS]" (or with a 'T'), or
  * "@SECONDS" since the epoch. False on anything else (pure; unit-tested). */

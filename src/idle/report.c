@@ -41,6 +41,29 @@ static void memory_row(FILE *out, const struct idle_memory *m)
                                      : "yields to reclaim and limit hits", what);
 }
 
+/* "eth0 at 100 Mbit/s, wlan0 at 54 Mbit/s" (and what was left alone, and why). */
+static void queues_text(char *out, size_t size, const struct idle_network *n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n->queue.n && len < size; i++)
+        len += (size_t)snprintf(out + len, size - len, "%s%s at %.0f Mbit/s", i ? ", " : "",
+                                n->queue.devs[i].name, (double)n->queue.devs[i].rate_bps / 1e6);
+    if (n->queue.why[0] && len < size)
+        snprintf(out + len, size - len, "%sleft alone: %s", len ? "; " : "", n->queue.why);
+}
+
+static void network_row(FILE *out, const struct idle_network *n)
+{
+    char what[768];
+    if (!n->classified) {
+        row(out, "network", "not classified", n->why);
+        return;
+    }
+    queues_text(what, sizeof what, n);
+    row(out, "network", "socket priority 1de0:20, HTB prio 7", what);
+}
+
 void idle_report_table(FILE *out, const struct idle_run *run)
 {
     const struct idle_options *o = run->opt;
@@ -59,7 +82,7 @@ void idle_report_table(FILE *out, const struct idle_run *run)
              run->usage.ru_oublock);
     row(out, "disk", "idle I/O class", what);
     memory_row(out, run->memory);
-    row(out, "network", "not classified (not built yet)", "-");
+    network_row(out, run->network);
     if (o->deadline) {
         format_time(how, sizeof how, o->deadline);
         row(out, "deadline", how, run->promoted_at ? "reached: promoted to normal priority"
@@ -87,6 +110,21 @@ static void json_memory(FILE *f, const struct idle_memory *m)
             (unsigned long long)m->given_back_bytes, (double)m->giveback_max_ns / 1e9,
             m->shrinks ? (double)m->giveback_sum_ns / 1e9 / m->shrinks : 0.0,
             (double)m->frozen_ns / 1e9, m->first_giveback_at);
+}
+
+static void json_network(FILE *f, const struct idle_network *n)
+{
+    fprintf(f, "  \"network\": {\"classified\": %s, \"why\": ", n->classified ? "true" : "false");
+    specx_json_string(f, n->classified ? NULL : n->why);
+    fputs(", \"queues\": [", f);
+    for (size_t i = 0; i < n->queue.n; i++) {
+        fprintf(f, "%s{\"dev\": ", i ? ", " : "");
+        specx_json_string(f, n->queue.devs[i].name);
+        fprintf(f, ", \"rate_bps\": %llu}", (unsigned long long)n->queue.devs[i].rate_bps);
+    }
+    fputs("], \"left_alone\": ", f);
+    specx_json_string(f, n->queue.why[0] ? n->queue.why : NULL);
+    fputs("},\n", f);
 }
 
 static void json_isolation(FILE *f, const struct idle_isolation *iso)
@@ -128,7 +166,7 @@ int idle_report_json(const char *file, const struct idle_run *run)
     fprintf(f, "  \"disk\": {\"class\": \"idle\", \"blocks_read\": %ld, \"blocks_written\": %ld},\n",
             run->usage.ru_inblock, run->usage.ru_oublock);
     json_memory(f, run->memory);
-    fputs("  \"network\": {\"classified\": false, \"why\": \"not built yet\"},\n", f);
+    json_network(f, run->network);
     if (run->isolation)
         json_isolation(f, run->isolation);
     fprintf(f, "  \"deadline\": ");

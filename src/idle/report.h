@@ -10,15 +10,25 @@
 
 #include "groups.h"
 #include "memory_yield.h"
+#include "net_queue.h"
 #include "options.h"
 
 struct idle_isolation;
+
+/* The command's network: its sockets' class and the queues it waits in, or why not. */
+struct idle_network {
+    int prog_fd;                  /* the socket classifier, -1 if none (or no longer) */
+    bool classified;              /* its sockets were classified */
+    struct idle_net_queue queue;
+    char why[256];
+};
 
 struct idle_run {
     const struct idle_options *opt;
     const struct idle_groups *groups;
     const struct idle_memory *memory;
     const struct idle_isolation *isolation; /* NULL without --isolate */
+    const struct idle_network *network;
     struct rusage usage;       /* of the command and the descendants it waited for */
     double elapsed_s;
     int exit_code;             /* what specx idle exits with */
