@@ -16,11 +16,14 @@ and the BG alone, for the capacity it can use. The experiments:
   cpu-bursty    FG: 20 ms of work then 20 ms of sleep, over and over (light load)
   disk          FG: sequential reads of a file on slowfs; BG: reads of another
   memory        FG and BG re-read file sets of 70 % of a memory cgroup they share, on slowfs
+  network       FG and BG send bulk TCP from one network namespace to another through a
+                third that forwards at a fixed rate (the bottleneck); specx idle shapes at
+                99 % of that rate, so that the queue forms where it can order the packets
 
 FG throughput is reported as a share of solo (medians, and 95 % confidence intervals over
 the runs), BG progress as a share of the capacity the FG leaves idle, and for memory the
-time from the FG's start to the BG's first give-back. The network experiment waits for
-specx idle's network classes (not built yet). Results: results-idle.md, .json and .png."""
+time from the FG's start to the BG's first give-back. Results: results-idle.md, .json and
+.png."""
 import contextlib
 import json
 import os
@@ -35,36 +38,45 @@ from . import components, datasets, memcg, slowfs, subcommand
 
 MIB = 1 << 20
 MODES = ("solo", "plain", "nice", "nice+ionice", "specx-idle")
-EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "memory")
+EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "memory", "network")
 SCALES = {
-    "full": dict(seconds=10, disk_mib=512, memory_mib=192),
-    "demo": dict(seconds=4, disk_mib=128, memory_mib=96),
-    "test": dict(seconds=1, disk_mib=16, memory_mib=48),
+    "full": dict(seconds=10, disk_mib=512, memory_mib=192, net_mbit=100),
+    "demo": dict(seconds=4, disk_mib=128, memory_mib=96, net_mbit=50),
+    "test": dict(seconds=1, disk_mib=16, memory_mib=48, net_mbit=20),
 }
 
 # The workers print how much they got done when their time is up or when told to stop
 # (SIGTERM). WORK UNITS: CPU loops of 10,000 additions, bytes read.
 WORKER = r'''
-import os, signal, sys, time
+import mmap, os, signal, struct, sys, time
 kind, seconds = sys.argv[1], float(sys.argv[2])
-paths = sys.argv[3:]
-done = 0
+args = sys.argv[3:]
 stop = time.monotonic() + seconds if seconds > 0 else float("inf")
+# Work done, in slots one per process (the "cpus" kind forks), shared so that the parent can
+# tell the sum at any moment: on SIGUSR1 (and go on), on SIGTERM (and end), and at the end.
+slots = mmap.mmap(-1, 8 * (os.cpu_count() + 1))
+me = 0
+children = []
+def add(n):
+    struct.pack_into("Q", slots, 8 * me, struct.unpack_from("Q", slots, 8 * me)[0] + n)
+progress = lambda: sum(struct.unpack_from(f"{os.cpu_count() + 1}Q", slots))
+def say(*_):
+    print(progress(), flush=True)
 def finish(*_):
-    print(done, flush=True)
+    say()
+    for pid in children:  # they hold our output open
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     os._exit(0)
-signal.signal(signal.SIGTERM, finish)
-if kind != "cpus":
-    print("ready", flush=True)
 def spin(until):
-    global done
     while time.monotonic() < until:
         x = 0
         for i in range(10000):
             x += i
-        done += 1
+        add(1)
 def read_all(path, drop):
-    global done
     with open(path, "rb", buffering=0) as f:
         if drop:
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
@@ -72,44 +84,52 @@ def read_all(path, drop):
             block = f.read(128 << 10)
             if not block:
                 return
-            done += len(block)
+            add(len(block))
+if kind == "cpus":  # one spinning process per CPU
+    for me in range(1, os.cpu_count() + 1):
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+            spin(stop)
+            os._exit(0)
+        children.append(pid)
+    me = 0
+if kind == "send":  # bulk TCP to args[0]:args[1]; progress is what the peer acknowledged
+    import socket
+    sock = socket.create_connection((args[0], int(args[1])))
+    progress = lambda: struct.unpack_from(
+        "Q", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256), 120)[0]
+signal.signal(signal.SIGUSR1, say)
+signal.signal(signal.SIGTERM, finish)
+print("ready", os.getpid(), flush=True)
 if kind == "cpu":
     spin(stop)
-elif kind == "bursty":
+elif kind == "bursty":  # 20 ms of work, 20 ms of sleep
     while time.monotonic() < stop:
         spin(min(stop, time.monotonic() + 0.02))
         time.sleep(0.02)
 elif kind == "cpus":
-    children = []
-    for _ in range(os.cpu_count()):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGTERM, lambda *_: (os.write(w, str(done).encode()), os._exit(0)))
-            spin(stop)
-            os.write(w, str(done).encode())
-            os._exit(0)
-        os.close(w)
-        children.append((pid, r))
-    def gather(*_):
-        global done
-        for pid, _ in children:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:  # told already (specx idle tells every process)
-                pass
-        done = sum(int(os.read(r, 64) or b"0") for _, r in children)
-        finish()
-    signal.signal(signal.SIGTERM, gather)
-    print("ready", flush=True)
-    for pid, _ in children:
-        os.waitpid(pid, 0)
-    gather()
+    while time.monotonic() < stop:
+        time.sleep(min(1.0, stop - time.monotonic()))
+elif kind == "send":
+    block = b"x" * 65536
+    while time.monotonic() < stop:
+        sock.send(block)
+elif kind == "sink":  # takes whatever each connection sends
+    import socket, threading
+    def serve(conn):
+        while conn.recv(1 << 20):
+            pass
+        conn.close()
+    server = socket.create_server(("0.0.0.0", int(args[0])))
+    print("listening", flush=True)
+    while True:
+        threading.Thread(target=serve, args=(server.accept()[0],), daemon=True).start()
 else:  # "read": the files over and over, each pass from the device ("stream") or the cache
     while time.monotonic() < stop:
-        for p in paths:
+        for p in args:
             read_all(p, kind == "stream")
-print(done, flush=True)
+finish()
 '''
 
 HELP = """\
@@ -156,14 +176,16 @@ def worker(kind, seconds, *paths):
     return [sys.executable, "-c", WORKER, kind, str(seconds), *map(str, paths)]
 
 
-def background_argv(mode, argv, report):
+def background_argv(mode, setup, report):
+    argv = setup["bg"]
     if mode == "nice":
-        return ["nice", "-n", "19", *argv]
-    if mode == "nice+ionice":
-        return ["nice", "-n", "19", "ionice", "-c3", *argv]
-    if mode == "specx-idle":
-        return [components.specx_exe(), "idle", "--json", report, "--", *argv]
-    return argv
+        argv = ["nice", "-n", "19", *argv]
+    elif mode == "nice+ionice":
+        argv = ["nice", "-n", "19", "ionice", "-c3", *argv]
+    elif mode == "specx-idle":
+        argv = [components.specx_exe(), "idle", "--json", report, *setup["idle_args"], "--",
+                *argv]
+    return [*setup["wrap"], *argv]
 
 
 def drop_caches():
@@ -172,45 +194,60 @@ def drop_caches():
         f.write("3\n")
 
 
-def stop(proc):
-    """Tells a BG worker to stop and returns what it printed it got done."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    lines = out.split()  # its "ready" was read before
-    if not lines:
-        raise RuntimeError(f"the background printed nothing: {err.strip()[-300:]}")
-    return int(lines[-1])
+def progress_of(proc, pid, sig):
+    """Asks the BG worker PID (started as PROC) how much it got done: SIGUSR1 and it goes on,
+    SIGTERM and it ends."""
+    os.kill(pid, sig)
+    line = proc.stdout.readline().strip()
+    if not line:
+        raise RuntimeError(f"the background said nothing: {proc.stderr.read().strip()[-300:]}")
+    return int(line)
 
 
-def run_pair(mode, fg, bg, group=None, settle=0.0, out_dir="."):
-    """FG alone (mode solo) or beside BG started in MODE; returns the FG's work, the BG's
-    progress, the BG's specx idle report (or None) and when the FG started."""
+def start_background(mode, setup, report):
+    """The BG in MODE, once it is ready; returns it and its worker's pid."""
+    group = setup["group"]
+    proc = subprocess.Popen(background_argv(mode, setup, report), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=group.add if group else None)
+    words = proc.stdout.readline().split()
+    if len(words) != 2 or words[0] != "ready":
+        proc.kill()
+        raise RuntimeError(f"the background did not start: {proc.stderr.read()[-300:]}")
+    return proc, int(words[1])
+
+
+def run_pair(mode, setup, out_dir):
+    """SETUP's FG alone (mode solo) or beside its BG started in MODE; returns the FG's work,
+    the BG's progress while the FG ran and its rate then, the BG's specx idle report (or
+    None) and when the FG started."""
     report = os.path.join(out_dir, f"idle-{uuid.uuid4().hex[:8]}.json")
-    add = group.add if group else None
-    bg_proc = None
-    if mode != "solo":
-        bg_proc = subprocess.Popen(background_argv(mode, bg, report), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, preexec_fn=add)
-        if bg_proc.stdout.readline().strip() != "ready":
-            raise RuntimeError(f"the background did not start: {bg_proc.stderr.read()[-300:]}")
-        time.sleep(settle)  # the BG takes what is idle before the FG comes
+    group = setup["group"]
+    bg, bg_pid = start_background(mode, setup, report) if mode != "solo" else (None, 0)
     try:
-        fg_started = time.time()
-        fg_proc = subprocess.run(fg, capture_output=True, text=True, preexec_fn=add, timeout=600)
-        if fg_proc.returncode != 0:
-            raise RuntimeError(f"the foreground failed: {fg_proc.stderr.strip()[-300:]}")
-        bg_done = stop(bg_proc) if bg_proc else None
+        if bg:
+            time.sleep(setup["settle"])  # the BG takes what is idle before the FG comes
+            before = progress_of(bg, bg_pid, signal.SIGUSR1)
+        fg_started, started = time.time(), time.monotonic()
+        fg = subprocess.run([*setup["wrap"], *setup["fg"]], capture_output=True, text=True,
+                            preexec_fn=group.add if group else None, timeout=600)
+        fg_seconds = time.monotonic() - started
+        if fg.returncode != 0:
+            raise RuntimeError(f"the foreground failed: {fg.stderr.strip()[-300:]}")
+        bg_done = progress_of(bg, bg_pid, signal.SIGTERM) - before if bg else None
+        if bg:
+            bg.communicate(timeout=60)
     finally:
-        if bg_proc and bg_proc.poll() is None:
-            bg_proc.kill()
-            bg_proc.wait()
+        if bg and bg.poll() is None:
+            bg.kill()
+            bg.wait()
     idle_report = None
     if os.path.exists(report):
         with open(report) as f:
             idle_report = json.load(f)
         os.unlink(report)
-    return {"fg": int(fg_proc.stdout.split()[-1]), "bg": bg_done, "idle": idle_report,
+    return {"fg": int(fg.stdout.split()[-1]), "bg": bg_done,
+            "bg_rate": bg_done / fg_seconds if bg else None, "idle": idle_report,
             "fg_started": fg_started}
 
 
@@ -229,19 +266,81 @@ def data_file(data_dir, name, mib):
     return path
 
 
+def setup_of(fg, bg, bg_alone, idle_share=None, group=None, settle=0.5, mnt=None, wrap=(),
+             idle_args=()):
+    """What an experiment runs: the FG, the BG and the BG alone (argv), the share of capacity
+    the FG leaves idle (None where the FG takes all it can: then the BG's progress is compared
+    with its progress alone), the memory group they share, seconds the BG starts ahead, the
+    slowfs mount (caches are dropped before each run), a prefix for every command, and
+    options for specx idle."""
+    return dict(fg=fg, bg=bg, bg_alone=bg_alone, idle_share=idle_share, group=group,
+                settle=settle, mnt=mnt, wrap=list(wrap), idle_args=list(idle_args))
+
+
+def ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+
+@contextlib.contextmanager
+def bottleneck(mbit):
+    """Three network namespaces: A (the senders) — R (forwards to B at MBIT Mbit/s, a TBF:
+    the bottleneck) — B (a sink on ports 5001 and 5002). Removed afterwards. Yields A's name."""
+    tag = f"{os.getpid() % 100000}"
+    a, r, b = (f"specx-idle-{tag}{x}" for x in "arb")
+    try:
+        for ns in (a, r, b):
+            ip("netns", "add", ns)
+        ip("link", "add", f"sxia{tag}", "netns", a, "type", "veth", "peer", "name", f"sxir{tag}",
+           "netns", r)
+        ip("link", "add", f"sxis{tag}", "netns", r, "type", "veth", "peer", "name", f"sxib{tag}",
+           "netns", b)
+        for ns, dev, addr in ((a, f"sxia{tag}", "10.204.0.1/24"), (r, f"sxir{tag}", "10.204.0.2/24"),
+                              (r, f"sxis{tag}", "10.204.1.1/24"), (b, f"sxib{tag}", "10.204.1.2/24")):
+            ip("-n", ns, "addr", "add", addr, "dev", dev)
+            ip("-n", ns, "link", "set", dev, "up")
+        ip("-n", a, "route", "add", "default", "via", "10.204.0.2")
+        ip("-n", b, "route", "add", "default", "via", "10.204.1.1")
+        subprocess.run(["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
+                       check=True, timeout=10)
+        subprocess.run(["ip", "netns", "exec", r, "tc", "qdisc", "add", "dev", f"sxis{tag}", "root",
+                        "tbf", "rate", f"{mbit}mbit", "burst", "256kb", "latency", "20ms"],
+                       check=True, timeout=10)
+        sinks = [subprocess.Popen(["nsenter", f"--net=/run/netns/{b}",
+                                   *worker("sink", 0, port)], stdout=subprocess.PIPE, text=True)
+                 for port in (5001, 5002)]
+        try:
+            for sink in sinks:
+                sink.stdout.readline()
+            yield a
+        finally:
+            for sink in sinks:
+                sink.kill()
+                sink.wait()
+    finally:
+        for ns in (a, r, b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+
+
 @contextlib.contextmanager
 def experiment_setup(name, scale, args):
-    """What experiment NAME runs: (FG argv, BG argv, BG alone argv, the share of capacity the
-    FG leaves idle (None where the FG takes all it can: then the BG's progress is compared
-    with its progress alone), the memory group they share or None, seconds the BG starts
-    ahead, the slowfs mount or None)."""
     t = scale["seconds"]
     if name in ("cpu", "cpu-bursty"):
         fg = worker("cpu" if name == "cpu" else "bursty", t)
         # One CPU of all is the FG's (half of it when bursty): the rest is idle capacity.
         cpus = os.cpu_count()
-        idle_share = (cpus - (1 if name == "cpu" else 0.5)) / cpus
-        yield fg, worker("cpus", 0), worker("cpus", t), idle_share, None, 0.3, None
+        yield setup_of(fg, worker("cpus", 0), worker("cpus", t),
+                       idle_share=(cpus - (1 if name == "cpu" else 0.5)) / cpus, settle=0.3)
+        return
+    if name == "network":
+        mbit = scale["net_mbit"]
+        with bottleneck(mbit) as a:
+            # 99 %: a little below the bottleneck, so that the queue forms in specx idle's
+            # qdisc, where the FG's packets go first, rather than at the bottleneck.
+            yield setup_of(worker("send", t, "10.204.1.2", 5001),
+                           worker("send", 0, "10.204.1.2", 5002),
+                           worker("send", t, "10.204.1.2", 5002),
+                           wrap=["nsenter", f"--net=/run/netns/{a}"],
+                           idle_args=["--net-rate", str(mbit * 990000)])
         return
     files = [data_file(args.data_dir, n, scale["disk_mib"] if name == "disk"
                        else scale["memory_mib"] * 7 // 10) for n in ("fg", "bg")]
@@ -249,23 +348,24 @@ def experiment_setup(name, scale, args):
     with slowfs.mounted(os.path.dirname(files[0]), mountpoint, ["-p", args.preset]) as mnt:
         fg_file, bg_file = (os.path.join(mnt, os.path.basename(f)) for f in files)
         if name == "disk":
-            yield (worker("stream", t, fg_file), worker("stream", 0, bg_file),
-                   worker("stream", t, bg_file), None, None, 0.5, mnt)
+            yield setup_of(worker("stream", t, fg_file), worker("stream", 0, bg_file),
+                           worker("stream", t, bg_file), mnt=mnt)
             return
         limit = scale["memory_mib"] << 20
         with memcg.limited(f"specx-bench-idle-{os.getpid()}", limit) as group:
-            yield (worker("read", t, fg_file), worker("read", 0, bg_file),
-                   worker("read", t, bg_file), None, group, 2 * t, mnt)
+            yield setup_of(worker("read", t, fg_file), worker("read", 0, bg_file),
+                           worker("read", t, bg_file), group=group, settle=2 * t, mnt=mnt)
 
 
 def run_experiment(name, scale, args, out_dir):
     records = {m: [] for m in MODES}
-    with experiment_setup(name, scale, args) as (fg, bg, bg_alone, idle_share, group, settle,
-                                                 mnt):
+    with experiment_setup(name, scale, args) as setup:
+        group = setup["group"]
+
         def one(mode):
-            if mnt:
+            if setup["mnt"]:
                 drop_caches()
-            return run_pair(mode, fg, bg, group, settle if mode != "solo" else 0, out_dir)
+            return run_pair(mode, setup, out_dir)
         alone = []
         for r in range(args.runs):
             order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
@@ -274,14 +374,15 @@ def run_experiment(name, scale, args, out_dir):
                 records[mode].append(rec)
                 print(f"[idle {name}] {mode} run {r + 1}: FG {rec['fg']:,}"
                       + (f", BG {rec['bg']:,}" if rec["bg"] is not None else ""), flush=True)
-            if mnt:
+            if setup["mnt"]:
                 drop_caches()
-            started = time.monotonic()
-            alone.append(int(subprocess.run(bg_alone, capture_output=True, text=True,
+            # The worker stops itself after the scale's seconds, counted from its start.
+            alone.append(int(subprocess.run([*setup["wrap"], *setup["bg_alone"]],
+                                            capture_output=True, text=True,
                                             preexec_fn=group.add if group else None,
                                             timeout=600).stdout.split()[-1])
-                         / (time.monotonic() - started))
-    return summarize(name, records, alone, idle_share, scale["seconds"])
+                         / scale["seconds"])
+    return summarize(name, records, alone, setup["idle_share"])
 
 
 # ---- numbers ----
@@ -300,7 +401,7 @@ def confidence95(values):
     return t.get(len(values), 2.0) * statistics.stdev(values) / len(values) ** 0.5
 
 
-def summarize(name, records, alone, idle_share, seconds):
+def summarize(name, records, alone, idle_share):
     solo = median([r["fg"] for r in records["solo"]])
     bg_rate = median(alone)  # BG units per second with the machine to itself
     rows = []
@@ -310,9 +411,9 @@ def summarize(name, records, alone, idle_share, seconds):
         row = {"mode": mode, "runs": len(recs), "fg_share": median(shares),
                "fg_share_ci95": confidence95(shares)}
         if mode != "solo":
-            # The BG's work over the FG's seconds, against what the idle capacity allows.
-            bg_share = [r["bg"] / seconds / (bg_rate * (idle_share or 1.0)) for r in recs
-                        if r["bg"] is not None]
+            # The BG's rate while the FG ran, against what the idle capacity allows it.
+            bg_share = [r["bg_rate"] / (bg_rate * (idle_share or 1.0)) for r in recs
+                        if r["bg_rate"] is not None]
             row["bg_progress"] = median(bg_share)
         if mode == "specx-idle":
             reports = [r["idle"] for r in recs if r["idle"]]
