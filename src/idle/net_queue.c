@@ -212,17 +212,6 @@ static size_t default_route_devs(char (*out)[IF_NAMESIZE], size_t max)
     return n;
 }
 
-static uint64_t link_speed_bps(const char *dev)
-{
-    char path[64], text[32];
-    long long mbit;
-    snprintf(path, sizeof path, "/sys/class/net/%s/speed", dev);
-    if (specx_kfile_read(path, text, sizeof text) <= 0 || sscanf(text, "%lld", &mbit) != 1 ||
-        mbit <= 0)
-        return 0;
-    return (uint64_t)mbit * 1000000ull;
-}
-
 static void note_why(struct idle_net_queue *q, const char *dev, const char *why)
 {
     size_t len = strlen(q->why);
@@ -240,11 +229,6 @@ static bool start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
         note_why(q, dev, "no such interface");
         return false;
     }
-    uint64_t rate = rate_bps ? rate_bps : link_speed_bps(dev);
-    if (rate == 0) {
-        note_why(q, dev, "its speed is unknown (give --net-rate)");
-        return false;
-    }
     if (!root_qdisc(sk, ifindex, kind, sizeof kind, &handle)) {
         note_why(q, dev, "cannot read its qdisc");
         return false;
@@ -258,7 +242,7 @@ static bool start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
     }
     /* Ours but left by runs that are all gone: made anew at this run's rate. */
     bool install_it = !ours || live_users(dir) == 0;
-    int rc = install_it ? install(sk, ifindex, rate) : 0;
+    int rc = install_it ? install(sk, ifindex, rate_bps) : 0;
     if (rc < 0) {
         note_why(q, dev, nl_geterror(rc));
         uninstall(sk, ifindex);
@@ -267,7 +251,7 @@ static bool start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
     register_run(dev, true);
     struct idle_net_dev *d = &q->devs[q->n++];
     snprintf(d->name, sizeof d->name, "%s", dev);
-    d->rate_bps = rate;
+    d->rate_bps = rate_bps;
     d->installed = install_it;
     return true;
 }
@@ -275,6 +259,10 @@ static bool start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
 void idle_net_queue_start(struct idle_net_queue *q, const char *dev, uint64_t rate_bps)
 {
     *q = (struct idle_net_queue){ 0 };
+    if (rate_bps == 0) {
+        snprintf(q->why, sizeof q->why, "not queued: give --net-rate, the bottleneck's rate");
+        return;
+    }
     char devs[IDLE_NET_MAX_DEVS][IF_NAMESIZE];
     size_t n = 1;
     if (dev)

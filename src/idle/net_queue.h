@@ -27,8 +27,10 @@ struct idle_net_queue {
     char why[512];       /* interfaces left alone, and why (empty if none) */
 };
 
-/* Queues on DEV (NULL: the interfaces of the default routes) at RATE_BPS (0: the link's
- * speed). Interfaces that cannot be used are skipped and named in q->why. */
+/* Queues on DEV (NULL: the interfaces of the default routes) at RATE_BPS; with no rate,
+ * nowhere: a qdisc at a link's own speed orders nothing where the bottleneck is further on,
+ * and costs a fast multi-queue interface its queues. Interfaces that cannot be used are
+ * skipped and named in q->why. */
 void idle_net_queue_start(struct idle_net_queue *q, const char *dev, uint64_t rate_bps);
 
 /* The background's class gets the foreground's priority and rate (the deadline's promotion). */

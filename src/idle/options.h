@@ -20,7 +20,7 @@ struct idle_options {
     time_t deadline;        /* 0: none; else when the command is promoted (wall clock) */
     bool net;               /* false with --no-net: no network class of ours */
     const char *net_dev;    /* --net-dev: NULL for the interfaces of the default routes */
-    uint64_t net_rate_bps;  /* --net-rate: 0 for the link's speed */
+    uint64_t net_rate_bps;  /* --net-rate: 0 for no queue of ours */
     bool report;
     const char *json;       /* NULL, "-" for stdout, or a path */
     bool recover;           /* --recover: only finish or drop what killed runs left */
