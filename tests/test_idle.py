@@ -96,6 +96,16 @@ def test_a_directory_that_cannot_be_isolated_is_refused(specx, tmp_path, clean, 
 
 
 @pytest.mark.root
+def test_an_overlay_that_cannot_be_made_is_one_line_and_leaves_nothing(specx, clean):
+    """procfs cannot be an overlay's lower layer: the command's process finds out after the
+    groups and the state were made, and all of it goes."""
+    proc = run_specx("idle", "--isolate", "/proc", "--", "true")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("specx idle: cannot isolate /proc: ")
+    assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.root
 def test_overlapping_directories_are_refused(specx, tmp_path, clean):
     (tmp_path / "in").mkdir()
     proc = run_specx("idle", "-i", tmp_path, "-i", tmp_path / "in", "--", "true")

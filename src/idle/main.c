@@ -108,12 +108,17 @@ static int start_command(struct idle *s, int *code, char *err, size_t errsize)
     if (s->pid < 0)
         return specx_format_error(err, errsize, "fork: %s", strerror(errno));
     s->started_ns = specx_now_ns();
-    char ready;
-    ssize_t n = read(status[0], &ready, 1);
-    if (n == 1 && s->opt.nisolate)
-        idle_isolation_watch(&s->isolation, s->pid);
-    if (n == 1 && write(go[1], "", 1) == 1)
-        n = read(status[0], err, errsize - 1); /* nothing (exec closed it) or why not */
+    /* The child says '\0' when ready for exec, or why it cannot start. Once let go, the
+     * pipe closes at exec (nothing read) or says why exec failed. */
+    ssize_t n = read(status[0], err, 1);
+    if (n == 1 && err[0] == '\0') {
+        if (s->opt.nisolate)
+            idle_isolation_watch(&s->isolation, s->pid);
+        n = write(go[1], "", 1) == 1 ? read(status[0], err, errsize - 1) : -1;
+    } else if (n == 1) {
+        ssize_t more = read(status[0], err + 1, errsize - 2);
+        n = more > 0 ? 1 + more : 1;
+    }
     close(go[1]);
     close(status[0]);
     if (n == 0)
