@@ -133,14 +133,19 @@ static int start_command(struct idle *s, int *code, char *err, size_t errsize)
     return -1;
 }
 
+/* Signals arrive through a descriptor, read in the loop. SIGPIPE is blocked too: a command
+ * that dies before it reads its go byte makes that write fail, not end us. The command
+ * unblocks all of them before it runs. */
 static int open_signalfd(void)
 {
-    sigset_t set;
+    sigset_t set, blocked;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+    blocked = set;
+    sigaddset(&blocked, SIGPIPE);
+    if (sigprocmask(SIG_BLOCK, &blocked, NULL) < 0)
         return -1;
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
