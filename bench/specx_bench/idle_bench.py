@@ -89,6 +89,8 @@ if kind == "cpus":  # one spinning process per CPU
     for me in range(1, os.cpu_count() + 1):
         pid = os.fork()
         if pid == 0:
+            import ctypes  # PR_SET_PDEATHSIG: gone with the parent, however it ends
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)
             signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
             spin(stop)
             os._exit(0)
@@ -208,7 +210,7 @@ def start_background(mode, setup, report):
     """The BG in MODE, once it is ready; returns it and its worker's pid."""
     group = setup["group"]
     proc = subprocess.Popen(background_argv(mode, setup, report), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=group.add if group else None)
     words = proc.stdout.readline().split()
     if len(words) != 2 or words[0] != "ready":
@@ -239,7 +241,7 @@ def run_pair(mode, setup, out_dir):
             bg.communicate(timeout=60)
     finally:
         if bg and bg.poll() is None:
-            bg.kill()
+            os.killpg(bg.pid, signal.SIGKILL)  # the BG and whatever it started
             bg.wait()
     idle_report = None
     if os.path.exists(report):
