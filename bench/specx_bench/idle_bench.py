@@ -15,6 +15,7 @@ and the BG alone, for the capacity it can use. The experiments:
   cpu           FG: one CPU-bound process; BG: one CPU-bound process per CPU
   cpu-bursty    FG: 20 ms of work then 20 ms of sleep, over and over (light load)
   disk          FG: sequential reads of a file on slowfs; BG: reads of another
+  disk-bursty   FG: 20 ms of those reads, then 20 ms of rest, over and over
   memory        FG and BG re-read file sets of 70 % of a memory cgroup they share, on slowfs
   network       FG and BG send bulk TCP from one network namespace to another through a
                 third that forwards at a fixed rate (the bottleneck); specx idle shapes at
@@ -38,7 +39,7 @@ from . import components, datasets, memcg, slowfs, subcommand
 
 MIB = 1 << 20
 MODES = ("solo", "plain", "nice", "nice+ionice", "specx-idle")
-EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "memory", "network")
+EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "disk-bursty", "memory", "network")
 SCALES = {
     "full": dict(seconds=10, disk_mib=512, memory_mib=192, net_mbit=100),
     "demo": dict(seconds=4, disk_mib=128, memory_mib=96, net_mbit=50),
@@ -76,7 +77,8 @@ def spin(until):
         for i in range(10000):
             x += i
         add(1)
-def read_all(path, drop):
+def read_all(path, drop, bursty):
+    burst_end = time.monotonic() + 0.02
     with open(path, "rb", buffering=0) as f:
         if drop:
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
@@ -85,6 +87,9 @@ def read_all(path, drop):
             if not block:
                 return
             add(len(block))
+            if bursty and time.monotonic() > burst_end:  # 20 ms of reading, 20 ms of rest
+                time.sleep(0.02)
+                burst_end = time.monotonic() + 0.02
 if kind == "cpus":  # one spinning process per CPU
     for me in range(1, os.cpu_count() + 1):
         pid = os.fork()
@@ -130,7 +135,7 @@ elif kind == "sink":  # takes whatever each connection sends
 else:  # "read": the files over and over, each pass from the device ("stream") or the cache
     while time.monotonic() < stop:
         for p in args:
-            read_all(p, kind == "stream")
+            read_all(p, kind.startswith("stream"), kind.endswith("bursty"))
 finish()
 '''
 
@@ -141,7 +146,8 @@ Foreground throughput beside background work run plainly, under nice, under
 nice and ionice, and under specx idle (Eggert 2002), for CPU, disk and memory.
 
 Options:
-      --experiments LIST  comma-separated: cpu, cpu-bursty, disk, memory (default all)
+      --experiments LIST  comma-separated: cpu, cpu-bursty, disk, disk-bursty, memory,
+                          network (default all)
       --runs N            runs per mode (default 5)
       --scale full|demo|test
                           10 s, 4 s or 1 s per run, with data sized to match
@@ -344,14 +350,18 @@ def experiment_setup(name, scale, args):
                            wrap=["nsenter", f"--net=/run/netns/{a}"],
                            idle_args=["--net-rate", str(mbit * 990000)])
         return
-    files = [data_file(args.data_dir, n, scale["disk_mib"] if name == "disk"
+    disk = name.startswith("disk")
+    files = [data_file(args.data_dir, n, scale["disk_mib"] if disk
                        else scale["memory_mib"] * 7 // 10) for n in ("fg", "bg")]
     mountpoint = os.path.join(args.data_dir, f"idle-mnt-{os.getpid()}")
     with slowfs.mounted(os.path.dirname(files[0]), mountpoint, ["-p", args.preset]) as mnt:
         fg_file, bg_file = (os.path.join(mnt, os.path.basename(f)) for f in files)
-        if name == "disk":
-            yield setup_of(worker("stream", t, fg_file), worker("stream", 0, bg_file),
-                           worker("stream", t, bg_file), mnt=mnt)
+        if disk:
+            # Bursty, the FG leaves the device idle about half of the time.
+            bursty = name == "disk-bursty"
+            yield setup_of(worker("stream-bursty" if bursty else "stream", t, fg_file),
+                           worker("stream", 0, bg_file), worker("stream", t, bg_file),
+                           idle_share=0.5 if bursty else None, mnt=mnt)
             return
         limit = scale["memory_mib"] << 20
         with memcg.limited(f"specx-bench-idle-{os.getpid()}", limit) as group:
