@@ -157,9 +157,14 @@ class Group:
         return None
 
 
+# The machine's own reclaim: pgscan_anon and pgscan_file count every group's reclaim at its
+# own limit too, these three only reclaim for the machine (src/kernel/memcg.h says the same).
+MACHINE_PGSCAN = ("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged")
+
+
 def machine_reclaim():
-    """The machine's memory stall time (PSI "some" total, µs) and pages scanned by reclaim
-    (/proc/vmstat pgscan_*) since boot: the signals left where groups have no PSI (v1)."""
+    """The machine's memory stall time (PSI "some" total, µs) and pages its own reclaim
+    scanned (/proc/vmstat) since boot: the signals left where groups have no PSI (v1)."""
     counters = {}
     try:
         with open("/proc/pressure/memory") as f:
@@ -169,7 +174,7 @@ def machine_reclaim():
         pass
     with open("/proc/vmstat") as f:
         counters["pgscan"] = sum(int(v) for k, v in (line.split() for line in f)
-                                 if k.startswith("pgscan_"))
+                                 if k in MACHINE_PGSCAN)
     return counters
 
 
