@@ -132,10 +132,20 @@ elif kind == "sink":  # takes whatever each connection sends
     print("listening", flush=True)
     while True:
         threading.Thread(target=serve, args=(server.accept()[0],), daemon=True).start()
-else:  # "read": the files over and over, each pass from the device ("stream") or the cache
+elif kind == "reread":  # a working set read once, then over and over from the page cache
+    for p in args:
+        with open(p, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    stop = time.monotonic() + seconds if seconds > 0 else float("inf")
+    print("warm", flush=True)
     while time.monotonic() < stop:
         for p in args:
-            read_all(p, kind.startswith("stream"), kind.endswith("bursty"))
+            read_all(p, False, False)
+else:  # "stream": the files over and over, each pass from the device (dropped first)
+    while time.monotonic() < stop:
+        for p in args:
+            read_all(p, True, kind.endswith("bursty"))
 finish()
 '''
 
@@ -234,6 +244,8 @@ def run_pair(mode, setup, out_dir):
     bg, bg_pid = start_background(mode, setup, report) if mode != "solo" else (None, 0)
     try:
         if bg:
+            if setup["warm"] and bg.stdout.readline().strip() != "warm":
+                raise RuntimeError("the background did not warm up")
             time.sleep(setup["settle"])  # the BG takes what is idle before the FG comes
             before = progress_of(bg, bg_pid, signal.SIGUSR1)
         fg_started, started = time.time(), time.monotonic()
@@ -275,14 +287,15 @@ def data_file(data_dir, name, mib):
 
 
 def setup_of(fg, bg, bg_alone, idle_share=None, group=None, settle=0.5, mnt=None, wrap=(),
-             idle_args=()):
+             idle_args=(), warm=False):
     """What an experiment runs: the FG, the BG and the BG alone (argv), the share of capacity
     the FG leaves idle (None where the FG takes all it can: then the BG's progress is compared
     with its progress alone), the memory group they share, seconds the BG starts ahead, the
-    slowfs mount (caches are dropped before each run), a prefix for every command, and
-    options for specx idle."""
+    slowfs mount (caches are dropped before each run), a prefix for every command, options for
+    specx idle, and whether the BG says "warm" once it holds its working set (then the FG
+    starts only after that)."""
     return dict(fg=fg, bg=bg, bg_alone=bg_alone, idle_share=idle_share, group=group,
-                settle=settle, mnt=mnt, wrap=list(wrap), idle_args=list(idle_args))
+                settle=settle, mnt=mnt, wrap=list(wrap), idle_args=list(idle_args), warm=warm)
 
 
 def ip(*args):
@@ -365,8 +378,10 @@ def experiment_setup(name, scale, args):
             return
         limit = scale["memory_mib"] << 20
         with memcg.limited(f"specx-bench-idle-{os.getpid()}", limit) as group:
-            yield setup_of(worker("read", t, fg_file), worker("read", 0, bg_file),
-                           worker("read", t, bg_file), group=group, settle=2 * t, mnt=mnt)
+            # Each reads its working set once (not counted), then re-reads it: from memory if
+            # it kept it, from the device if the other pushed it out.
+            yield setup_of(worker("reread", t, fg_file), worker("reread", 0, bg_file),
+                           worker("reread", t, bg_file), group=group, mnt=mnt, warm=True)
 
 
 def run_experiment(name, scale, args, out_dir):
