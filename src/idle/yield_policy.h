@@ -13,8 +13,10 @@
 #define IDLE_CALM_NS 1000000000ull
 /* The least a background is shrunk to: below it there is nothing worth taking. */
 #define IDLE_FLOOR_BYTES (4ull << 20)
-/* The least a growth step adds, so that a small limit grows back in a few steps. */
+/* What a growth step adds at least when there is that much free, so that a small limit grows
+ * back in a few steps; and below what free memory allows no step is worth making. */
 #define IDLE_GROW_MIN_BYTES (64ull << 20)
+#define IDLE_GROW_LEAST_BYTES (1ull << 20)
 
 enum idle_yield_action {
     YIELD_NOTHING,
@@ -31,9 +33,11 @@ struct idle_yield_state {
 };
 
 /* One step: PRESSURE says whether the foreground stalled on memory since the last step, USAGE
- * is the background's memory now, TOTAL the memory it may grow back to. Updates S and returns
- * what to do; for SHRINK and GROW the new limit is S->limit. */
+ * is the background's memory now, FREE what nobody uses of TOTAL, all the memory there is to
+ * share (the limit of the group we run in, or the machine's). Updates S and returns what to
+ * do; for SHRINK and GROW the new limit is S->limit (0: none). */
 enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure,
-                                       uint64_t now_ns, uint64_t usage, uint64_t total);
+                                       uint64_t now_ns, uint64_t usage, uint64_t free,
+                                       uint64_t total);
 
 #endif

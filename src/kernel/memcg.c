@@ -71,6 +71,24 @@ int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes)
     return specx_cgroup_write(cg, "memory.reclaim", text);
 }
 
+uint64_t specx_memcg_free(const struct specx_cgroup *cg, uint64_t *total)
+{
+    uint64_t limit = cg ? specx_memcg_limit(cg) : 0, free_bytes = 0;
+    if (limit && limit < (1ull << 60)) {
+        uint64_t usage = specx_memcg_usage(cg);
+        free_bytes = usage < limit ? limit - usage : 0;
+    } else {
+        char text[4096];
+        uint64_t kib = 0;
+        if (specx_kfile_read("/proc/meminfo", text, sizeof text) > 0)
+            specx_kfile_key_u64(text, "MemAvailable:", &kib);
+        limit = free_bytes = kib << 10;
+    }
+    if (total)
+        *total = limit;
+    return free_bytes;
+}
+
 static uint64_t u64_or_zero(const struct specx_cgroup *cg, const char *file)
 {
     uint64_t v;

@@ -38,6 +38,11 @@ int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes);
 uint64_t specx_memcg_usage(const struct specx_cgroup *cg);
 uint64_t specx_memcg_peak(const struct specx_cgroup *cg);
 
+/* Memory nobody uses: below CG's limit (limit - usage), or, if CG is NULL or has no limit,
+ * the machine's available memory (MemAvailable: free pages and cache reclaim can drop at no
+ * cost). *TOTAL (if not NULL) gets what that is out of: the limit, or MemAvailable too. */
+uint64_t specx_memcg_free(const struct specx_cgroup *cg, uint64_t *total);
+
 /* KEY of memory.stat, counting CG and its descendants (v1's "total_KEY" where it has one),
  * e.g. "workingset_refault_file", "pgmajfault", "file", "anon" (v1: "cache", "rss"). */
 bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *value);

@@ -250,17 +250,7 @@ void share_memory_release(const struct share_job *j, int advice, uint64_t max_by
 
 uint64_t share_memory_room(const struct specx_cgroup *group)
 {
-    uint64_t limit = group ? specx_memcg_limit(group) : 0, free_bytes = 0;
-    if (limit && limit < (1ull << 60)) {
-        uint64_t usage = specx_memcg_usage(group);
-        free_bytes = usage < limit ? limit - usage : 0;
-    } else {
-        char text[4096];
-        uint64_t kb = 0;
-        if (specx_kfile_read("/proc/meminfo", text, sizeof text) > 0)
-            specx_kfile_key_u64(text, "MemAvailable:", &kb);
-        limit = free_bytes = kb * 1024;
-    }
+    uint64_t limit, free_bytes = specx_memcg_free(group, &limit);
     uint64_t margin = limit / 16 > (4ull << 20) ? limit / 16 : (4ull << 20);
     return free_bytes > margin ? free_bytes - margin : 0;
 }
