@@ -16,7 +16,8 @@ and the BG alone, for the capacity it can use. The experiments:
   cpu-bursty    FG: 20 ms of work then 20 ms of sleep, over and over (light load)
   disk          FG: sequential reads of a file on slowfs; BG: reads of another
   disk-bursty   FG: 20 ms of those reads, then 20 ms of rest, over and over
-  memory        FG and BG re-read file sets of 70 % of a memory cgroup they share, on slowfs
+  memory        FG and BG re-read working sets of 55 % of a memory cgroup they share (read
+                once from slowfs first)
   network       FG and BG send bulk TCP from one network namespace to another through a
                 third that forwards at a fixed rate (the bottleneck); specx idle shapes at
                 99 % of that rate, so that the queue forms where it can order the packets
@@ -364,8 +365,10 @@ def experiment_setup(name, scale, args):
                            idle_args=["--net-rate", str(mbit * 990000)])
         return
     disk = name.startswith("disk")
+    # For memory: working sets of 55 % of the group each, so that one fits beside the two
+    # workers' own memory (about 10 MiB each) and specx idle's, and two do not.
     files = [data_file(args.data_dir, n, scale["disk_mib"] if disk
-                       else scale["memory_mib"] * 7 // 10) for n in ("fg", "bg")]
+                       else scale["memory_mib"] * 55 // 100) for n in ("fg", "bg")]
     mountpoint = os.path.join(args.data_dir, f"idle-mnt-{os.getpid()}")
     with slowfs.mounted(os.path.dirname(files[0]), mountpoint, ["-p", args.preset]) as mnt:
         fg_file, bg_file = (os.path.join(mnt, os.path.basename(f)) for f in files)
