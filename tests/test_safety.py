@@ -216,6 +216,7 @@ def generate(seed):
         lambda: f"stdin {rng.randint(1, 8)}",
         lambda: f"open {rng.randint(0, 3)} {wfile()}",
         lambda: f"openrw {rng.randint(4, 7)} {wfile()}",
+        lambda: f"openrdwr {rng.randint(0, 3)} {wfile()}",
         lambda: f"writefd {rng.randint(4, 7)} {word()}",
         lambda: f"readn {rng.randint(0, 3)} {rng.randint(1, 40)}",
         lambda: f"list {wdir()}",

@@ -121,7 +121,12 @@ static void op_open(char **a)
     int s = slot(a[1]);
     if (slot_fd[s] >= 0)
         close(slot_fd[s]);
-    slot_fd[s] = open(a[2], strcmp(a[0], "openrw") == 0 ? O_RDWR | O_CREAT : O_RDONLY, 0644);
+    /* openrdwr: read-write without creating, as databases open the files they read (the
+     * copy gets a read-only descriptor for it). */
+    int flags = strcmp(a[0], "openrw") == 0     ? O_RDWR | O_CREAT
+                : strcmp(a[0], "openrdwr") == 0 ? O_RDWR
+                                                : O_RDONLY;
+    slot_fd[s] = open(a[2], flags, 0644);
     status(a[0], slot_fd[s]);
 }
 
@@ -505,8 +510,8 @@ static const struct {
     void (*run)(char **args);
 } ops[] = {
     {"read", 1, op_read},         {"pread", 3, op_pread},       {"mmapread", 1, op_mmapread},
-    {"open", 2, op_open},         {"openrw", 2, op_open},       {"readn", 2, op_readn},
-    {"seek", 2, op_seek},         {"writefd", 2, op_writefd},   {"close", 1, op_close},
+    {"open", 2, op_open},         {"openrw", 2, op_open},       {"openrdwr", 2, op_open},
+    {"readn", 2, op_readn},       {"seek", 2, op_seek},         {"writefd", 2, op_writefd},   {"close", 1, op_close},
     {"dirents", 2, op_dirents},
     {"list", 1, op_list},         {"write", 2, op_write},       {"append", 2, op_append},
     {"unlink", 1, op_unlink},     {"rename", 2, op_rename},     {"mkdir", 1, op_mkdir},
