@@ -404,6 +404,35 @@ def test_a_commit_killed_at_any_point_leaves_each_file_old_or_new(specx, clean, 
 
 
 @pytest.mark.root
+def test_a_commit_that_fails_part_way_is_finished_later(specx, clean, tmp_path, tree):
+    """A directory that turns read-only (a read-only bind mount over it, made while the
+    command runs: nothing in it changes, so the changes validate) stops the commit after its
+    journal was made: the run exits 1 and keeps the journal, and --recover finishes the commit
+    once the directory can be written again."""
+    sub = tree / "sub"
+    mounted = False
+
+    def make_read_only():
+        nonlocal mounted
+        subprocess.run(["mount", "--bind", sub, sub], check=True)
+        mounted = True
+        subprocess.run(["mount", "-o", "remount,bind,ro", sub, sub], check=True)
+    try:
+        code, err, iso = run_with_concurrent_change(
+            tmp_path, f"echo new > {tree}/a2; echo new > {sub}/b", make_read_only)
+        assert code == 1 and iso["outcome"] == "incomplete"
+        assert "the next specx idle finishes the commit" in err
+        assert (sub / "b").read_text() == "b\n"
+    finally:
+        if mounted:
+            subprocess.run(["umount", sub], check=True)
+    recovered = run_specx("idle", "--recover")
+    assert recovered.returncode == 0, recovered.stderr
+    assert "finished the interrupted commit" in recovered.stderr
+    assert (sub / "b").read_text() == "new\n" and (tree / "a2").read_text() == "new\n"
+
+
+@pytest.mark.root
 def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, tmp_path):
     """The background fills the page cache of a group it shares with the foreground; the
     foreground then takes memory in that group: its limit is hit, and the background is

@@ -306,8 +306,6 @@ static int finish(struct idle *s, int status, const struct rusage *usage)
         idle_report_table(stderr, &run);
     if (s->opt.json && idle_report_json(s->opt.json, &run) < 0)
         specx_warn("cannot write %s: %s", s->opt.json, strerror(errno));
-    if (s->opt.nisolate)
-        idle_isolation_abandon(&s->isolation);
     return code;
 }
 
