@@ -148,8 +148,8 @@ void idle_memory_tick(struct idle_memory *m, uint64_t now_ns)
     if (usage > m->peak_bytes)
         m->peak_bytes = usage;
     bool pressure = foreground_pressure(m);
-    uint64_t free = specx_memcg_free(m->domain_limited ? &m->domain : NULL, NULL);
-    switch (idle_yield_step(&m->state, pressure, now_ns, usage, free, m->total_bytes)) {
+    uint64_t unused = specx_memcg_free(m->domain_limited ? &m->domain : NULL, NULL);
+    switch (idle_yield_step(&m->state, pressure, now_ns, usage, unused, m->total_bytes)) {
     case YIELD_SHRINK:
         set_frozen(m, true, now_ns);
         shrink(m, usage, now_ns);

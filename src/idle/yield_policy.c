@@ -2,7 +2,7 @@
 #include "yield_policy.h"
 
 enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure,
-                                       uint64_t now_ns, uint64_t usage, uint64_t free,
+                                       uint64_t now_ns, uint64_t usage, uint64_t unused,
                                        uint64_t total)
 {
     if (pressure) {
@@ -31,12 +31,12 @@ enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure
     /* Only into memory nobody uses: calm means the foreground fits, not that it is gone, and
      * growing into what it holds would push it out again. Half of what is free at most, and
      * no limit at all once half of everything is free. */
-    if (free >= total / 2) {
+    if (unused >= total / 2) {
         s->limit = 0;
     } else {
         uint64_t step = s->limit > IDLE_GROW_MIN_BYTES ? s->limit : IDLE_GROW_MIN_BYTES;
-        if (step > free / 2)
-            step = free / 2;
+        if (step > unused / 2)
+            step = unused / 2;
         if (step < IDLE_GROW_LEAST_BYTES)
             return YIELD_NOTHING;
         s->limit += step;

@@ -33,11 +33,11 @@ struct idle_yield_state {
 };
 
 /* One step: PRESSURE says whether the foreground stalled on memory since the last step, USAGE
- * is the background's memory now, FREE what nobody uses of TOTAL, all the memory there is to
+ * is the background's memory now, UNUSED what nobody uses of TOTAL, all the memory there is to
  * share (the limit of the group we run in, or the machine's). Updates S and returns what to
  * do; for SHRINK and GROW the new limit is S->limit (0: none). */
 enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure,
-                                       uint64_t now_ns, uint64_t usage, uint64_t free,
+                                       uint64_t now_ns, uint64_t usage, uint64_t unused,
                                        uint64_t total);
 
 #endif
