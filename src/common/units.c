@@ -40,6 +40,13 @@ bool specx_parse_duration(const char *s, uint64_t *ns)
     return parse_with_units(s, units, 1e9, ns);
 }
 
+bool specx_parse_rate(const char *s, uint64_t *bps)
+{
+    static const struct unit units[] = {
+        { "kbit", 1e3 }, { "mbit", 1e6 }, { "gbit", 1e9 }, { NULL, 0 } };
+    return parse_with_units(s, units, 1, bps);
+}
+
 bool specx_parse_size(const char *s, uint64_t *bytes)
 {
     static const struct unit units[] = {

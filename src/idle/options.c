@@ -1,7 +1,6 @@
 /* See options.h. */
 #include "options.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,25 +119,6 @@ static int take_deadline(int opt, const char *arg, time_t now, struct idle_optio
     return 0;
 }
 
-bool idle_parse_rate(const char *s, uint64_t *bps)
-{
-    static const struct { const char *suffix; uint64_t multiplier; } units[] = {
-        { "kbit", 1000ull }, { "mbit", 1000000ull }, { "gbit", 1000000000ull }, { "", 1 } };
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || v == 0 || *s == '-')
-        return false;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].suffix) == 0) {
-            if (v > UINT64_MAX / units[i].multiplier)
-                return false;
-            *bps = v * units[i].multiplier;
-            return true;
-        }
-    return false;
-}
-
 static int take_isolate(const char *arg, struct idle_options *o, char *err, size_t errsize)
 {
     if (o->nisolate == IDLE_MAX_ISOLATE)
@@ -191,7 +171,7 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         case 'w': rc = take_deadline(opt, optarg, now, o, err, errsize); break;
         case 'N': o->net = false; break;
         case 'B':
-            if (!idle_parse_rate(optarg, &o->net_rate_bps))
+            if (!specx_parse_rate(optarg, &o->net_rate_bps))
                 rc = specx_format_error(err, errsize, "invalid --net-rate '%s' (e.g. 100mbit, "
                                         "1gbit)", optarg);
             break;

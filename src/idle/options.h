@@ -36,10 +36,6 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
 
 void idle_options_usage(FILE *out);
 
-/* A rate in bits per second: a number with kbit, mbit or gbit (powers of 1000), or bits.
- * False on anything else or zero (pure; unit-tested). */
-bool idle_parse_rate(const char *s, uint64_t *bps);
-
 /* A point in time, local: "HH:MM[:SS]" today, "YYYY-MM-DD HH:MM[:SS]" (or with a 'T'), or
  * "@SECONDS" since the epoch. False on anything else (pure; unit-tested). */
 bool idle_parse_time(const char *s, time_t now, time_t *out);

@@ -3,7 +3,6 @@
  * schedules nothing. It watches which of the given cgroups are frozen, learns their rotation
  * (who ran after whom, how long a turn lasts), and prefetches the job it predicts next as the
  * rotation itself would (docs/DESIGN.md §7). It never freezes or thaws anything. */
-#include "clock.h"
 #include "follow.h"
 
 #include <errno.h>
@@ -18,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "freezer.h"
 #include "memory.h"
 #include "prefetcher.h"

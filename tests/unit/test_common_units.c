@@ -1,4 +1,4 @@
-/* Durations and sizes on command lines (src/common/units.c). */
+/* Durations, sizes and rates on command lines (src/common/units.c). */
 #include "check.h"
 #include "units.h"
 
@@ -32,9 +32,25 @@ static void sizes(void)
     CHECK(!specx_parse_size("99999999999T", &b));
 }
 
+static void rates(void)
+{
+    uint64_t bps;
+    CHECK(specx_parse_rate("100mbit", &bps) && bps == 100000000ull);
+    CHECK(specx_parse_rate("1gbit", &bps) && bps == 1000000000ull);
+    CHECK(specx_parse_rate("512kbit", &bps) && bps == 512000ull);
+    CHECK(specx_parse_rate("9600", &bps) && bps == 9600);
+    CHECK(!specx_parse_rate("0mbit", &bps));
+    CHECK(!specx_parse_rate("fast", &bps));
+    CHECK(!specx_parse_rate("10 mbit", &bps));
+    CHECK(!specx_parse_rate("-5mbit", &bps));
+    CHECK(specx_parse_rate("1.5gbit", &bps) && bps == 1500000000ull);
+    CHECK(!specx_parse_rate("99999999999999gbit", &bps));
+}
+
 int main(void)
 {
     durations();
     sizes();
+    rates();
     return check_status();
 }

@@ -58,20 +58,6 @@ static void command_lines(void)
     CHECK(parse(&o, err, (const char *[]){ "--recover", NULL }) == 0 && o.recover);
 }
 
-static void rates(void)
-{
-    uint64_t bps;
-    CHECK(idle_parse_rate("100mbit", &bps) && bps == 100000000ull);
-    CHECK(idle_parse_rate("1gbit", &bps) && bps == 1000000000ull);
-    CHECK(idle_parse_rate("512kbit", &bps) && bps == 512000ull);
-    CHECK(idle_parse_rate("9600", &bps) && bps == 9600);
-    CHECK(!idle_parse_rate("0mbit", &bps));
-    CHECK(!idle_parse_rate("fast", &bps));
-    CHECK(!idle_parse_rate("10 mbit", &bps));
-    CHECK(!idle_parse_rate("-5mbit", &bps));
-    CHECK(!idle_parse_rate("99999999999999gbit", &bps));
-}
-
 static void refusals(void)
 {
     struct idle_options o;
@@ -96,7 +82,6 @@ static void refusals(void)
 int main(void)
 {
     times();
-    rates();
     command_lines();
     refusals();
     return check_status();
