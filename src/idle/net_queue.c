@@ -218,8 +218,8 @@ static void note_why(struct idle_net_queue *q, const char *dev, const char *why)
     snprintf(q->why + len, sizeof q->why - len, "%s%s: %s", len ? "; " : "", dev, why);
 }
 
-/* Queues on DEV; false (with the reason noted) if it cannot be. */
-static bool start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *dev,
+/* Queues on DEV, or notes why it cannot. */
+static void start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *dev,
                       uint64_t rate_bps)
 {
     int ifindex = (int)if_nametoindex(dev);
@@ -227,33 +227,30 @@ static bool start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
     uint32_t handle;
     if (ifindex == 0) {
         note_why(q, dev, "no such interface");
-        return false;
+        return;
     }
     if (!root_qdisc(sk, ifindex, kind, sizeof kind, &handle)) {
         note_why(q, dev, "cannot read its qdisc");
-        return false;
+        return;
     }
     char dir[PATH_MAX];
     registry_dir(dir, sizeof dir, dev);
     bool ours = handle == IDLE_NET_HANDLE && strcmp(kind, "htb") == 0;
     if (!ours && !is_default_kind(kind[0] ? kind : NULL)) {
         note_why(q, dev, "it has a qdisc of someone else's");
-        return false;
+        return;
     }
     /* Ours but left by runs that are all gone: made anew at this run's rate. */
-    bool install_it = !ours || live_users(dir) == 0;
-    int rc = install_it ? install(sk, ifindex, rate_bps) : 0;
+    int rc = !ours || live_users(dir) == 0 ? install(sk, ifindex, rate_bps) : 0;
     if (rc < 0) {
         note_why(q, dev, nl_geterror(rc));
         uninstall(sk, ifindex);
-        return false;
+        return;
     }
     register_run(dev, true);
     struct idle_net_dev *d = &q->devs[q->n++];
     snprintf(d->name, sizeof d->name, "%s", dev);
     d->rate_bps = rate_bps;
-    d->installed = install_it;
-    return true;
 }
 
 void idle_net_queue_start(struct idle_net_queue *q, const char *dev, uint64_t rate_bps)

@@ -17,7 +17,6 @@
 struct idle_net_dev {
     char name[IF_NAMESIZE];
     uint64_t rate_bps;   /* the bottleneck's rate the qdisc shapes to, bits per second */
-    bool installed;      /* we made the qdisc (else another run did) */
 };
 
 struct idle_net_queue {
