@@ -48,12 +48,9 @@ int idle_groups_make(struct idle_groups *g, char *err, size_t errsize)
     if (g->mem.cg.version == SPECX_CG_V2) {
         /* One group does everything; the CPU controller is used where it can be delegated. */
         g->psi = g->freeze = &g->mem.cg;
-        char parent[PATH_MAX];
-        snprintf(parent, sizeof parent, "%s", g->mem.cg.dir);
-        *strrchr(parent, '/') = '\0';
-        struct specx_cgroup p = { SPECX_CG_V2, "" };
-        snprintf(p.dir, sizeof p.dir, "%s", parent);
-        if (specx_cgroup_write(&p, "cgroup.subtree_control", "+cpu\n") == 0)
+        struct specx_cgroup parent = g->mem.cg;
+        *strrchr(parent.dir, '/') = '\0';
+        if (specx_cgroup_write(&parent, "cgroup.subtree_control", "+cpu\n") == 0)
             g->cpu_setting = make_cpu_idle(&g->mem.cg);
         return 0;
     }
