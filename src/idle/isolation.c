@@ -250,8 +250,10 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
 
 void idle_isolation_abandon(struct idle_isolation *iso)
 {
-    if (iso->state[0])
+    if (iso->state[0]) {
         idle_remove_tree(iso->state);
+        rmdir(IDLE_STATE_ROOT); /* only if no other run keeps its state there */
+    }
     for (size_t i = 0; i < IDLE_MAX_ISOLATE; i++) {
         idle_snapshot_free(&iso->before[i]);
         idle_pathset_free(&iso->read[i]);
@@ -289,6 +291,7 @@ static int recover_run(const char *state, pid_t run)
         specx_warn("dropping the uncommitted changes of an earlier run (pid %d) that was "
                    "killed", (int)run);
         idle_remove_tree(state);
+        rmdir(IDLE_STATE_ROOT);
         return 0;
     }
     int rc = idle_changes_apply(&changes, dirs, state, run, err, sizeof err);
@@ -300,6 +303,7 @@ static int recover_run(const char *state, pid_t run)
     }
     specx_warn("finished the interrupted commit of an earlier run (pid %d)", (int)run);
     idle_remove_tree(state);
+    rmdir(IDLE_STATE_ROOT);
     return 1;
 }
 

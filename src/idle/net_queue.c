@@ -302,7 +302,9 @@ static void release(struct nl_sock *sk, const char *dev)
     int ifindex = (int)if_nametoindex(dev);
     if (ifindex)
         uninstall(sk, ifindex);
-    rmdir(dir);
+    /* The registry goes with its last entry. */
+    if (rmdir(dir) == 0 && rmdir(REGISTRY) == 0)
+        rmdir("/run/specx-idle");
 }
 
 void idle_net_queue_stop(struct idle_net_queue *q)
