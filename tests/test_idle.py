@@ -554,6 +554,9 @@ def test_the_commands_sockets_queue_behind_the_foreground(specx, clean, netns):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[0] == "0x1de00020"
     assert "class htb 1de0:20 parent 1de0:1 prio 7" in proc.stdout
+    # The foreground's bucket holds a GSO packet: HTB's one-frame default paced its bursts.
+    fg_class = next(line for line in proc.stdout.splitlines() if "1de0:10" in line)
+    assert "burst 64Kb cburst 64Kb" in fg_class, fg_class
     assert f"{dev} at 50 Mbit/s" in proc.stderr
     # Gone with the run: the interface has its default again.
     assert "1de0" not in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout

@@ -10,6 +10,7 @@
 #include <netlink/route/qdisc.h>
 #include <netlink/route/qdisc/htb.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,13 @@
 #define MIN_BG_RATE_BYTES 1000u
 /* Ten full frames per round: small enough for fairness, large enough to keep HTB quiet. */
 #define QUANTUM_BYTES 15140u
+/* The foreground's bucket: one full GSO packet (64 KiB), or 1 ms of the rate where that is
+ * more. HTB's default (one frame) paces a burst to the rate from its first packet, while the
+ * bottleneck behind us, whose own bucket holds at least a GSO packet, would let it through:
+ * a bursty foreground lost a third of its throughput to that default (docs/DESIGN.md §8.4).
+ * The background keeps the default: its bursts are what would queue ahead of the FG. */
+#define MIN_BURST_BYTES 65536u
+#define BURST_PER_SECOND 1000u
 
 /* Root qdiscs the kernel puts on by itself: replacing them changes nobody's configuration. */
 static bool is_default_kind(const char *kind)
@@ -115,8 +123,15 @@ static bool root_qdisc(struct nl_sock *sk, int ifindex, char *kind, size_t size,
     return true;
 }
 
+static uint32_t fg_burst(uint64_t rate)
+{
+    uint64_t b = rate / BURST_PER_SECOND;
+    return b > MIN_BURST_BYTES ? (uint32_t)(b < UINT32_MAX ? b : UINT32_MAX) : MIN_BURST_BYTES;
+}
+
+/* An HTB class; BURST bytes in its buckets, or HTB's default where 0. */
 static int add_class(struct nl_sock *sk, int ifindex, uint32_t parent, uint32_t handle,
-                     uint64_t rate, uint64_t ceil, uint32_t prio)
+                     uint64_t rate, uint64_t ceil, uint32_t prio, uint32_t burst)
 {
     struct rtnl_class *c = rtnl_class_alloc();
     if (!c)
@@ -130,6 +145,10 @@ static int add_class(struct nl_sock *sk, int ifindex, uint32_t parent, uint32_t 
         rtnl_htb_set_ceil64(c, ceil);
         rtnl_htb_set_prio(c, prio);
         rtnl_htb_set_quantum(c, QUANTUM_BYTES);
+        if (burst) {
+            rtnl_htb_set_rbuffer(c, burst);
+            rtnl_htb_set_cbuffer(c, burst);
+        }
         rc = rtnl_class_add(sk, c, NLM_F_CREATE | NLM_F_REPLACE);
     }
     rtnl_class_put(c);
@@ -159,13 +178,14 @@ static int install(struct nl_sock *sk, int ifindex, uint64_t rate_bps)
     rtnl_qdisc_put(q);
     uint64_t rate = rate_bps / 8;
     if (rc == 0)
-        rc = add_class(sk, ifindex, IDLE_NET_HANDLE, IDLE_NET_ROOT_CLASS, rate, rate, 0);
+        rc = add_class(sk, ifindex, IDLE_NET_HANDLE, IDLE_NET_ROOT_CLASS, rate, rate, 0,
+                       fg_burst(rate));
     if (rc == 0)
         rc = add_class(sk, ifindex, IDLE_NET_ROOT_CLASS, IDLE_NET_FG_CLASS,
-                       rate - bg_rate(rate), rate, 0);
+                       rate - bg_rate(rate), rate, 0, fg_burst(rate));
     if (rc == 0)
         rc = add_class(sk, ifindex, IDLE_NET_ROOT_CLASS, IDLE_NET_BG_CLASS, bg_rate(rate),
-                       rate, 7);
+                       rate, 7, 0);
     return rc;
 }
 
@@ -286,7 +306,7 @@ void idle_net_queue_promote(const struct idle_net_queue *q)
     for (size_t i = 0; sk && i < q->n; i++) {
         uint64_t rate = q->devs[i].rate_bps / 8;
         add_class(sk, (int)if_nametoindex(q->devs[i].name), IDLE_NET_ROOT_CLASS,
-                  IDLE_NET_BG_CLASS, rate - bg_rate(rate), rate, 0);
+                  IDLE_NET_BG_CLASS, rate - bg_rate(rate), rate, 0, 0);
     }
     if (sk)
         nl_socket_free(sk);
