@@ -13,17 +13,22 @@ Each experiment pairs a foreground (FG) that measures its own throughput with a 
 and the BG alone, for the capacity it can use. The experiments:
 
   cpu           FG: one CPU-bound process; BG: one CPU-bound process per CPU
-  cpu-bursty    FG: 20 ms of work then 20 ms of sleep, over and over (light load)
+  cpu-bursty    FG: 20 ms of work then 180 ms of sleep, over and over: the paper's light load
+                (§4.3: the FG active 10 % of the time)
   disk          FG: sequential reads of a file on slowfs; BG: reads of another
-  disk-bursty   FG: 20 ms of those reads, then 20 ms of rest, over and over
+  disk-bursty   FG: 20 ms of those reads, then 180 ms of rest, over and over
   memory        FG and BG re-read working sets of 55 % of a memory cgroup they share (read
                 once from slowfs first)
+  memory-light  FG: re-reads a working set of 10 % in bursts (light load): the BG's fits
   network       FG and BG send bulk TCP from one network namespace to another through a
                 third that forwards at a fixed rate (the bottleneck); specx idle shapes at
                 99 % of that rate, so that the queue forms where it can order the packets
+  network-bursty  FG: 20 ms of sending, then 180 ms of rest, over and over
 
 FG throughput is reported as a share of solo (medians, and 95 % confidence intervals over
-the runs), BG progress as a share of the capacity the FG leaves idle, and for memory the
+the runs), BG progress as a share of the capacity the FG leaves idle (the paper's §2.1:
+capacity less the FG's use, measured: one less the FG's solo rate over the BG's rate alone,
+both counting the same units of the same resource), and for memory the
 time from the FG's start to the BG's first give-back. Results: results-idle.md, .json and
 .png."""
 import contextlib
@@ -40,8 +45,10 @@ import uuid
 from . import components, datasets, memcg, slowfs, subcommand
 
 MIB = 1 << 20
+TBF_BURST = "64kb"
 MODES = ("solo", "plain", "nice", "nice+ionice", "specx-idle")
-EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "disk-bursty", "memory", "network")
+EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "disk-bursty", "memory", "memory-light", "network",
+               "network-bursty")
 SCALES = {
     "full": dict(seconds=10, disk_mib=512, memory_mib=192, net_mbit=100),
     "demo": dict(seconds=4, disk_mib=128, memory_mib=96, net_mbit=50),
@@ -49,9 +56,11 @@ SCALES = {
 }
 
 # The workers print how much they got done when their time is up or when told to stop
-# (SIGTERM). WORK UNITS: CPU loops of 10,000 additions, bytes read.
+# (SIGTERM). WORK UNITS: CPU loops of 10,000 additions, bytes read, bytes acknowledged. A
+# bursty worker is active BURST seconds, then rests REST seconds, over and over.
 WORKER = r'''
 import mmap, os, signal, struct, sys, time
+BURST, REST = 0.02, 0.18
 kind, seconds = sys.argv[1], float(sys.argv[2])
 args = sys.argv[3:]
 stop = time.monotonic() + seconds if seconds > 0 else float("inf")
@@ -79,8 +88,13 @@ def spin(until):
         for i in range(10000):
             x += i
         add(1)
+burst_end = time.monotonic() + BURST
+def pause_if_burst_over():  # the bursty kinds: after BURST seconds of work, REST of sleep
+    global burst_end
+    if time.monotonic() > burst_end:
+        time.sleep(REST)
+        burst_end = time.monotonic() + BURST
 def read_all(path, drop, bursty):
-    burst_end = time.monotonic() + 0.02
     with open(path, "rb", buffering=0) as f:
         if drop:
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
@@ -89,9 +103,8 @@ def read_all(path, drop, bursty):
             if not block:
                 return
             add(len(block))
-            if bursty and time.monotonic() > burst_end:  # 20 ms of reading, 20 ms of rest
-                time.sleep(0.02)
-                burst_end = time.monotonic() + 0.02
+            if bursty:
+                pause_if_burst_over()
 if kind == "cpus":  # one spinning process per CPU
     for me in range(1, os.cpu_count() + 1):
         pid = os.fork()
@@ -103,9 +116,12 @@ if kind == "cpus":  # one spinning process per CPU
             os._exit(0)
         children.append(pid)
     me = 0
-if kind == "send":  # bulk TCP to args[0]:args[1]; progress is what the peer acknowledged
+if kind.startswith("send"):  # bulk TCP to args[0]:args[1]; progress is what the peer acknowledged
     import socket
-    sock = socket.create_connection((args[0], int(args[1])))
+    sock = socket.socket()
+    if len(args) > 2:  # a send buffer of args[2] bytes: what is left of a burst drains fast
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, int(args[2]))
+    sock.connect((args[0], int(args[1])))
     progress = lambda: struct.unpack_from(
         "Q", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256), 120)[0]
 signal.signal(signal.SIGUSR1, say)
@@ -113,17 +129,19 @@ signal.signal(signal.SIGTERM, finish)
 print("ready", os.getpid(), flush=True)
 if kind == "cpu":
     spin(stop)
-elif kind == "bursty":  # 20 ms of work, 20 ms of sleep
+elif kind == "bursty":
     while time.monotonic() < stop:
-        spin(min(stop, time.monotonic() + 0.02))
-        time.sleep(0.02)
+        spin(min(stop, time.monotonic() + BURST))
+        time.sleep(REST)
 elif kind == "cpus":
     while time.monotonic() < stop:
         time.sleep(min(1.0, stop - time.monotonic()))
-elif kind == "send":
+elif kind.startswith("send"):
     block = b"x" * 65536
     while time.monotonic() < stop:
         sock.send(block)
+        if kind == "send-bursty":
+            pause_if_burst_over()
 elif kind == "sink":  # takes whatever each connection sends
     import socket, threading
     def serve(conn):
@@ -134,7 +152,7 @@ elif kind == "sink":  # takes whatever each connection sends
     print("listening", flush=True)
     while True:
         threading.Thread(target=serve, args=(server.accept()[0],), daemon=True).start()
-elif kind == "reread":  # a working set read once, then over and over from the page cache
+elif kind.startswith("reread"):  # a working set read once, then again and again from memory
     for p in args:
         with open(p, "rb") as f:
             while f.read(1 << 20):
@@ -143,7 +161,7 @@ elif kind == "reread":  # a working set read once, then over and over from the p
     print("warm", flush=True)
     while time.monotonic() < stop:
         for p in args:
-            read_all(p, False, False)
+            read_all(p, False, kind.endswith("bursty"))
 else:  # "stream": the files over and over, each pass from the device (dropped first)
     while time.monotonic() < stop:
         for p in args:
@@ -159,7 +177,7 @@ nice and ionice, and under specx idle (Eggert 2002), for CPU, disk and memory.
 
 Options:
       --experiments LIST  comma-separated: cpu, cpu-bursty, disk, disk-bursty, memory,
-                          network (default all)
+                          memory-light, network, network-bursty (default all)
       --runs N            runs per mode (default 5)
       --scale full|demo|test
                           10 s, 4 s or 1 s per run, with data sized to match
@@ -295,7 +313,8 @@ def run_pair(mode, setup, out_dir):
         with open(report) as f:
             idle_report = json.load(f)
         os.unlink(report)
-    return {"fg": int(fg.stdout.split()[-1]), "bg": bg_done,
+    fg_done = int(fg.stdout.split()[-1])
+    return {"fg": fg_done, "fg_rate": fg_done / fg_seconds, "bg": bg_done,
             "bg_rate": bg_done / fg_seconds if bg else None, "idle": idle_report,
             "fg_started": fg_started, "pressure_onset": onset["at"]}
 
@@ -315,15 +334,15 @@ def data_file(data_dir, name, mib):
     return path
 
 
-def setup_of(fg, bg, bg_alone, idle_share=None, group=None, settle=0.5, mnt=None, wrap=(),
+def setup_of(fg, bg, bg_alone, leaves_idle=False, group=None, settle=0.5, mnt=None, wrap=(),
              idle_args=(), warm=False):
-    """What an experiment runs: the FG, the BG and the BG alone (argv), the share of capacity
-    the FG leaves idle (None where the FG takes all it can: then the BG's progress is compared
-    with its progress alone), the memory group they share, seconds the BG starts ahead, the
+    """What an experiment runs: the FG, the BG and the BG alone (argv), whether the FG leaves
+    capacity idle (then the BG's progress is compared with that capacity, measured; else with
+    its progress alone), the memory group they share, seconds the BG starts ahead, the
     slowfs mount (caches are dropped before each run), a prefix for every command, options for
     specx idle, and whether the BG says "warm" once it holds its working set (then the FG
     starts only after that)."""
-    return dict(fg=fg, bg=bg, bg_alone=bg_alone, idle_share=idle_share, group=group,
+    return dict(fg=fg, bg=bg, bg_alone=bg_alone, leaves_idle=leaves_idle, group=group,
                 settle=settle, mnt=mnt, wrap=list(wrap), idle_args=list(idle_args), warm=warm)
 
 
@@ -353,7 +372,7 @@ def bottleneck(mbit):
         subprocess.run(["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
                        check=True, timeout=10)
         subprocess.run(["ip", "netns", "exec", r, "tc", "qdisc", "add", "dev", f"sxis{tag}", "root",
-                        "tbf", "rate", f"{mbit}mbit", "burst", "256kb", "latency", "20ms"],
+                        "tbf", "rate", f"{mbit}mbit", "burst", TBF_BURST, "latency", "20ms"],
                        check=True, timeout=10)
         sinks = [subprocess.Popen(["nsenter", f"--net=/run/netns/{b}",
                                    *worker("sink", 0, port)], stdout=subprocess.PIPE, text=True)
@@ -375,43 +394,50 @@ def bottleneck(mbit):
 def experiment_setup(name, scale, args):
     t = scale["seconds"]
     if name in ("cpu", "cpu-bursty"):
+        # The FG takes one CPU (a tenth of one when bursty): the rest is idle capacity.
         fg = worker("cpu" if name == "cpu" else "bursty", t)
-        # One CPU of all is the FG's (half of it when bursty): the rest is idle capacity.
-        cpus = os.cpu_count()
-        yield setup_of(fg, worker("cpus", 0), worker("cpus", t),
-                       idle_share=(cpus - (1 if name == "cpu" else 0.5)) / cpus, settle=0.3)
+        yield setup_of(fg, worker("cpus", 0), worker("cpus", t), leaves_idle=True, settle=0.3)
         return
-    if name == "network":
+    if name.startswith("network"):
         mbit = scale["net_mbit"]
+        bursty = name == "network-bursty"
         with bottleneck(mbit) as a:
             # 99 %: a little below the bottleneck, so that the queue forms in specx idle's
             # qdisc, where the FG's packets go first, rather than at the bottleneck.
-            yield setup_of(worker("send", t, "10.204.1.2", 5001),
+            # Bursty, the FG's send buffer holds what the bottleneck carries in one burst, so
+            # that the FG is active on the wire (not only in its own code) 10 % of the time.
+            fg = (worker("send-bursty", t, "10.204.1.2", 5001, mbit * 1_000_000 // 8 // 50)
+                  if bursty else worker("send", t, "10.204.1.2", 5001))
+            yield setup_of(fg,
                            worker("send", 0, "10.204.1.2", 5002),
                            worker("send", t, "10.204.1.2", 5002),
-                           wrap=["nsenter", f"--net=/run/netns/{a}"],
+                           leaves_idle=bursty, wrap=["nsenter", f"--net=/run/netns/{a}"],
                            idle_args=["--net-rate", str(mbit * 990000)])
         return
     disk = name.startswith("disk")
     # For memory: working sets of 55 % of the group each, so that one fits beside the two
-    # workers' own memory (about 10 MiB each) and specx idle's, and two do not.
+    # workers' own memory (about 10 MiB each) and specx idle's, and two do not. Under a light
+    # load the FG's is 10 %, re-read in bursts: then the BG's fits in the memory it leaves.
+    light = name == "memory-light"
+    fg_percent = 10 if light else 55
     files = [data_file(args.data_dir, n, scale["disk_mib"] if disk
-                       else scale["memory_mib"] * 55 // 100) for n in ("fg", "bg")]
+                       else scale["memory_mib"] * percent // 100)
+             for n, percent in (("fg", fg_percent), ("bg", 55))]
     mountpoint = os.path.join(args.data_dir, f"idle-mnt-{os.getpid()}")
     with slowfs.mounted(os.path.dirname(files[0]), mountpoint, ["-p", args.preset]) as mnt:
         fg_file, bg_file = (os.path.join(mnt, os.path.basename(f)) for f in files)
         if disk:
-            # Bursty, the FG leaves the device idle about half of the time.
             bursty = name == "disk-bursty"
             yield setup_of(worker("stream-bursty" if bursty else "stream", t, fg_file),
                            worker("stream", 0, bg_file), worker("stream", t, bg_file),
-                           idle_share=0.5 if bursty else None, mnt=mnt)
+                           leaves_idle=bursty, mnt=mnt)
             return
         limit = scale["memory_mib"] << 20
         with memcg.limited(f"specx-bench-idle-{os.getpid()}", limit) as group:
             # Each reads its working set once (not counted), then re-reads it: from memory if
             # it kept it, from the device if the other pushed it out.
-            yield setup_of(worker("reread", t, fg_file), worker("reread", 0, bg_file),
+            yield setup_of(worker("reread-bursty" if light else "reread", t, fg_file),
+                           worker("reread", 0, bg_file),
                            worker("reread", t, bg_file), group=group, mnt=mnt, warm=True)
 
 
@@ -440,7 +466,7 @@ def run_experiment(name, scale, args, out_dir):
                                             preexec_fn=group.add if group else None,
                                             timeout=600).stdout.split()[-1])
                          / scale["seconds"])
-    return summarize(name, records, alone, setup["idle_share"])
+    return summarize(name, records, alone, setup["leaves_idle"])
 
 
 # ---- numbers ----
@@ -459,9 +485,16 @@ def confidence95(values):
     return t.get(len(values), 2.0) * statistics.stdev(values) / len(values) ** 0.5
 
 
-def summarize(name, records, alone, idle_share):
+def idle_capacity_share(records, bg_rate):
+    """The share of the resource the FG leaves idle (Eggert §2.1: capacity less active
+    capacity): one less the FG's solo rate over the BG's rate alone, which takes it all."""
+    return max(0.0, 1.0 - median([r["fg_rate"] for r in records["solo"]]) / bg_rate)
+
+
+def summarize(name, records, alone, leaves_idle):
     solo = median([r["fg"] for r in records["solo"]])
     bg_rate = median(alone)  # BG units per second with the machine to itself
+    idle_share = idle_capacity_share(records, bg_rate) if leaves_idle else None
     rows = []
     for mode in MODES:
         recs = records[mode]
@@ -524,6 +557,11 @@ def markdown(result):
                          f"{bg_cell(row, e)} | "
                          f"{seconds_cell(row.get('memory_giveback_after_fg_start_s'))} | "
                          f"{seconds_cell(row.get('memory_giveback_after_onset_s'))} |")
+    measured = [f"{e['experiment']} {fmt(e['idle_share'], pct=True)}"
+                for e in result["experiments"] if e["idle_share"] is not None]
+    if measured:
+        lines += ["", "Idle capacity the FG leaves (measured: one less its solo rate over the "
+                  "BG's alone): " + ", ".join(measured) + "."]
     lines += ["", "Bars (issue 14): FG ≥ 0.99 of solo for CPU, ≥ 0.97 for disk and memory under "
               "specx idle; BG ≥ 80 % of the idle capacity when the FG is bursty; memory given "
               "back within 0.5 s of the FG's pressure onset.", ""]
@@ -534,19 +572,23 @@ def figure(result, out_dir):
     from . import plot
     plt = plot.plt
     exps = result["experiments"]
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, (fg_ax, bg_ax) = plt.subplots(2, 1, figsize=(9, 5.6), sharex=True)
     width = 0.8 / len(MODES)
     for k, mode in enumerate(MODES):
         xs = [i + k * width for i in range(len(exps))]
-        ys = [next(r["fg_share"] for r in e["modes"] if r["mode"] == mode) for e in exps]
-        err = [next(r["fg_share_ci95"] or 0 for r in e["modes"] if r["mode"] == mode)
-               for e in exps]
-        ax.bar(xs, ys, width, yerr=err, capsize=2, label=mode)
-    ax.axhline(1.0, color="black", linewidth=0.5)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(exps))], [e["experiment"] for e in exps])
-    ax.set_ylabel("FG throughput / solo")
-    ax.set_ylim(0, 1.1)
-    ax.legend(fontsize=7, ncol=len(MODES), loc="lower center")
+        rows = [next(r for r in e["modes"] if r["mode"] == mode) for e in exps]
+        fg_ax.bar(xs, [r["fg_share"] for r in rows], width,
+                  yerr=[r["fg_share_ci95"] or 0 for r in rows], capsize=2, label=mode)
+        # The BG panel: its progress (of the idle capacity where the FG leaves some).
+        bg_ax.bar(xs, [r.get("bg_progress") or 0 for r in rows], width, label=mode)
+    fg_ax.axhline(1.0, color="black", linewidth=0.5)
+    fg_ax.set_ylabel("FG throughput / solo")
+    fg_ax.set_ylim(0, 1.1)
+    fg_ax.legend(fontsize=7, ncol=len(MODES), loc="lower center")
+    bg_ax.axhline(0.8, color="black", linewidth=0.5, linestyle="--")
+    bg_ax.set_ylabel("BG progress\n(of idle capacity,\nor of alone)")
+    bg_ax.set_xticks([i + 0.4 - width / 2 for i in range(len(exps))],
+                     [e["experiment"] for e in exps], fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "results-idle.png"), dpi=120)
     plt.close(fig)
