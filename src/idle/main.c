@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "dirty_bound.h"
 #include "groups.h"
+#include "hold.h"
 #include "isolation.h"
 #include "kfile.h"
 #include "memory_yield.h"
@@ -36,7 +38,10 @@
 struct idle {
     struct idle_options opt;
     struct idle_groups groups;
+    struct idle_hold hold;   /* frozen for the memory control, the dirty bound, or both */
     struct idle_memory memory;
+    uint64_t memory_due_ns;  /* its next sample */
+    struct idle_dirty dirty;
     struct idle_isolation isolation;
     struct idle_network network;
     pid_t pid;
@@ -150,6 +155,14 @@ static int open_signalfd(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* The memory control and the dirty bound let the command go for good: at the deadline, when
+ * it is told to stop, at the end. */
+static void stop_yielding(struct idle *s, uint64_t now_ns)
+{
+    idle_memory_stop(&s->memory, now_ns);
+    idle_dirty_stop(&s->dirty, now_ns);
+}
+
 /* Ctrl-C, SIGTERM, SIGHUP: passed on to every process of the command, thawed so that it can
  * act on them; killed if it has not ended within STOP_GRACE_NS. */
 static void take_signals(struct idle *s)
@@ -160,7 +173,7 @@ static void take_signals(struct idle *s)
             continue;
         s->stop_signal = (int)si.ssi_signo;
         s->stop_deadline_ns = specx_now_ns() + STOP_GRACE_NS;
-        idle_memory_stop(&s->memory, specx_now_ns());
+        stop_yielding(s, specx_now_ns());
         pid_t pids[4096];
         long n = specx_cgroup_procs(&s->groups.mem.cg, pids, sizeof pids / sizeof pids[0]);
         for (long i = 0; i < n; i++)
@@ -202,7 +215,7 @@ static void stop_network(struct idle *s)
 static void promote(struct idle *s)
 {
     s->promoted_at = time(NULL);
-    idle_memory_stop(&s->memory, specx_now_ns());
+    stop_yielding(s, specx_now_ns());
     idle_groups_promote_cpu(&s->groups);
     if (s->network.prog_fd >= 0)
         idle_net_unclassify(s->groups.psi, s->network.prog_fd);
@@ -210,9 +223,13 @@ static void promote(struct idle *s)
     s->promoted_threads = idle_priority_promote(&s->groups.mem.cg);
 }
 
+/* Until the next memory or dirty-data sample, or the deadline. */
 static int poll_timeout_ms(const struct idle *s)
 {
-    long ms = (long)(IDLE_SAMPLE_NS / 1000000);
+    uint64_t due = idle_dirty_due(&s->dirty), now = specx_now_ns();
+    if (s->memory_due_ns < due)
+        due = s->memory_due_ns;
+    long ms = due > now ? (long)((due - now + 999999) / 1000000) : 0;
     if (s->opt.deadline && !s->promoted_at) {
         long until = (long)(s->opt.deadline - time(NULL)) * 1000;
         ms = until < ms ? (until > 0 ? until : 0) : ms;
@@ -243,7 +260,12 @@ static int supervise(struct idle *s, struct rusage *usage)
             specx_cgroup_kill_all(&s->groups.mem.cg);
         if (s->opt.deadline && !s->promoted_at && time(NULL) >= s->opt.deadline)
             promote(s);
-        idle_memory_tick(&s->memory, now);
+        /* Events (the read set's) wake the loop early: each sample keeps its own period. */
+        if (now >= s->memory_due_ns) {
+            idle_memory_tick(&s->memory, now);
+            s->memory_due_ns = now + IDLE_SAMPLE_NS;
+        }
+        idle_dirty_tick(&s->dirty, now);
     }
 }
 
@@ -284,7 +306,7 @@ static void settle_changes(struct idle *s, int status)
 static int finish(struct idle *s, int status, const struct rusage *usage)
 {
     uint64_t now = specx_now_ns();
-    idle_memory_stop(&s->memory, now);
+    stop_yielding(s, now);
     idle_groups_destroy(&s->groups); /* what the command left running goes with it */
     stop_network(s);
     if (s->opt.nisolate)
@@ -295,7 +317,7 @@ static int finish(struct idle *s, int status, const struct rusage *usage)
     else if (s->opt.nisolate && s->isolation.outcome == ISOLATION_INCOMPLETE)
         code = 1;
     struct idle_run run = {
-        .opt = &s->opt, .groups = &s->groups, .memory = &s->memory,
+        .opt = &s->opt, .groups = &s->groups, .memory = &s->memory, .dirty = &s->dirty,
         .isolation = s->opt.nisolate ? &s->isolation : NULL, .network = &s->network,
         .usage = *usage,
         .elapsed_s = (double)(now - s->started_ns) / 1e9, .exit_code = code,
@@ -352,7 +374,9 @@ int main(int argc, char **argv)
         return code;
     }
     s.pidfd = (int)syscall(SYS_pidfd_open, s.pid, 0);
-    idle_memory_start(&s.memory, &s.groups, specx_now_ns());
+    s.hold.freeze = s.groups.freeze;
+    idle_memory_start(&s.memory, &s.groups, &s.hold, specx_now_ns());
+    idle_dirty_start(&s.dirty, &s.groups.mem.cg, &s.hold, s.opt.dirty_max_bytes, specx_now_ns());
     struct rusage usage = { 0 };
     int status = supervise(&s, &usage);
     return finish(&s, status, &usage);

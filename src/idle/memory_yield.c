@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "freezer.h"
 #include "memcg.h"
 #include "psi.h"
 
@@ -69,9 +68,11 @@ static uint64_t machine_memory(void)
     return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : UINT64_MAX;
 }
 
-void idle_memory_start(struct idle_memory *m, const struct idle_groups *g, uint64_t now_ns)
+void idle_memory_start(struct idle_memory *m, const struct idle_groups *g, struct idle_hold *hold,
+                       uint64_t now_ns)
 {
-    *m = (struct idle_memory){ .groups = g, .enabled = true, .total_bytes = machine_memory() };
+    *m = (struct idle_memory){ .groups = g, .hold = hold, .enabled = true,
+                               .total_bytes = machine_memory() };
     /* Without a PSI of the background's own, its stalls at its own limit would read as the
      * foreground's, and every shrink would call for the next. */
     m->psi_usable = g->psi && own_v2_group(&m->psi_domain) &&
@@ -91,7 +92,7 @@ static void set_frozen(struct idle_memory *m, bool frozen, uint64_t now_ns)
 {
     if (!m->groups->freeze || frozen == (m->frozen_since_ns != 0))
         return;
-    specx_freezer_set(m->groups->freeze, frozen);
+    idle_hold_set(m->hold, IDLE_HOLD_MEMORY, frozen);
     if (frozen) {
         m->frozen_since_ns = now_ns;
     } else {

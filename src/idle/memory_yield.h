@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "groups.h"
+#include "hold.h"
 #include "yield_policy.h"
 
 /* 50 ms: the give-back bar is 0.5 s from the foreground's first stall, and a sample costs a
@@ -16,6 +17,7 @@
 
 struct idle_memory {
     const struct idle_groups *groups;
+    struct idle_hold *hold;     /* where it freezes the background */
     struct idle_yield_state state;
     bool enabled;
     /* What pressure is read from (docs/DESIGN.md §8.3). */
@@ -37,7 +39,8 @@ struct idle_memory {
 };
 
 /* Starts watching; the background's memory group has no limit yet. */
-void idle_memory_start(struct idle_memory *m, const struct idle_groups *g, uint64_t now_ns);
+void idle_memory_start(struct idle_memory *m, const struct idle_groups *g, struct idle_hold *hold,
+                       uint64_t now_ns);
 
 /* One sample and what follows from it. */
 void idle_memory_tick(struct idle_memory *m, uint64_t now_ns);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dirty_policy.h"
 #include "units.h"
 #include "util.h"
 
@@ -34,6 +35,8 @@ void idle_options_usage(FILE *out)
         "                          its sockets are only marked)\n"
         "      --net-dev DEV       that link (default: the interfaces of the default routes)\n"
         "      --no-net            leave CMD's network traffic alone\n"
+        "      --dirty-max SIZE    hold CMD while it has more than SIZE of data not yet\n"
+        "                          written to disk (default 32M; 0: no bound)\n"
         "  -r, --report            print what CMD got and gave back to stderr at the end\n"
         "      --json FILE         write the same as JSON to FILE ('-': stdout)\n"
         "      --recover           run nothing: finish the commits of runs that were\n"
@@ -152,6 +155,7 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         { "no-net", no_argument, NULL, 'N' },
         { "net-rate", required_argument, NULL, 'B' },
         { "net-dev", required_argument, NULL, 'D' },
+        { "dirty-max", required_argument, NULL, 'M' },
         { "report", no_argument, NULL, 'r' },
         { "json", required_argument, NULL, 'J' },
         { "recover", no_argument, NULL, 'R' },
@@ -159,7 +163,8 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    *o = (struct idle_options){ .commit = COMMIT_AUTO, .net = true };
+    *o = (struct idle_options){ .commit = COMMIT_AUTO, .net = true,
+                                .dirty_max_bytes = IDLE_DIRTY_DEFAULT_BYTES };
     int opt, rc = 0;
     opterr = 0;
     /* '+': options end at the command's first word, so its own options stay its own. */
@@ -176,6 +181,13 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
                                         "1gbit)", optarg);
             break;
         case 'D': o->net_dev = optarg; break;
+        case 'M':
+            if (strcmp(optarg, "0") == 0)
+                o->dirty_max_bytes = 0;
+            else if (!specx_parse_size(optarg, &o->dirty_max_bytes))
+                rc = specx_format_error(err, errsize, "invalid --dirty-max '%s' (e.g. 64M, 1G; "
+                                        "0 for no bound)", optarg);
+            break;
         case 'r': o->report = true; break;
         case 'J': o->json = optarg; break;
         case 'R': o->recover = true; break;

@@ -41,6 +41,25 @@ static void memory_row(FILE *out, const struct idle_memory *m)
                                      : "yields to reclaim and limit hits", what);
 }
 
+static void disk_row(FILE *out, const struct idle_run *run)
+{
+    const struct idle_dirty *d = run->dirty;
+    char how[64], what[256];
+    int n = snprintf(what, sizeof what, "%ld blocks read, %ld written; unwritten data peak "
+                     "%.1f MiB", run->usage.ru_inblock, run->usage.ru_oublock,
+                     (double)d->peak_bytes / MIB);
+    if (d->holds)
+        snprintf(what + n, sizeof what - (size_t)n, ", held %llu time%s (%.2f s)",
+                 (unsigned long long)d->holds, d->holds == 1 ? "" : "s",
+                 (double)d->held_ns / 1e9);
+    if (d->bound)
+        snprintf(how, sizeof how, "idle I/O class, dirty data <= %.0f MiB",
+                 (double)d->bound / MIB);
+    else
+        snprintf(how, sizeof how, "idle I/O class");
+    row(out, "disk", how, what);
+}
+
 /* "eth0 at 100 Mbit/s, wlan0 at 54 Mbit/s" (and what was left alone, and why). */
 static void queues_text(char *out, size_t size, const struct idle_network *n)
 {
@@ -78,9 +97,7 @@ void idle_report_table(FILE *out, const struct idle_run *run)
     snprintf(what, sizeof what, "%.2f s user, %.2f s system", seconds(run->usage.ru_utime),
              seconds(run->usage.ru_stime));
     row(out, "CPU", how, what);
-    snprintf(what, sizeof what, "%ld blocks read, %ld written", run->usage.ru_inblock,
-             run->usage.ru_oublock);
-    row(out, "disk", "idle I/O class", what);
+    disk_row(out, run);
     memory_row(out, run->memory);
     network_row(out, run->network);
     if (o->deadline) {
@@ -163,8 +180,13 @@ int idle_report_json(const char *file, const struct idle_run *run)
     specx_json_string(f, run->groups->cpu_setting);
     fprintf(f, ", \"user_s\": %.6f, \"system_s\": %.6f},\n", seconds(run->usage.ru_utime),
             seconds(run->usage.ru_stime));
-    fprintf(f, "  \"disk\": {\"class\": \"idle\", \"blocks_read\": %ld, \"blocks_written\": %ld},\n",
-            run->usage.ru_inblock, run->usage.ru_oublock);
+    const struct idle_dirty *d = run->dirty;
+    fprintf(f, "  \"disk\": {\"class\": \"idle\", \"blocks_read\": %ld, \"blocks_written\": %ld, "
+               "\"dirty_bound_bytes\": %llu, \"dirty_peak_bytes\": %llu, \"dirty_holds\": %llu, "
+               "\"dirty_held_s\": %.6f, \"files_flushed\": %llu},\n",
+            run->usage.ru_inblock, run->usage.ru_oublock, (unsigned long long)d->bound,
+            (unsigned long long)d->peak_bytes, (unsigned long long)d->holds,
+            (double)d->held_ns / 1e9, (unsigned long long)d->files_flushed);
     json_memory(f, run->memory);
     json_network(f, run->network);
     if (run->isolation)

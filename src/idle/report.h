@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "dirty_bound.h"
 #include "groups.h"
 #include "memory_yield.h"
 #include "net_queue.h"
@@ -27,6 +28,7 @@ struct idle_run {
     const struct idle_options *opt;
     const struct idle_groups *groups;
     const struct idle_memory *memory;
+    const struct idle_dirty *dirty;
     const struct idle_isolation *isolation; /* NULL without --isolate */
     const struct idle_network *network;
     struct rusage usage;       /* of the command and the descendants it waited for */

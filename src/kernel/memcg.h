@@ -51,6 +51,10 @@ bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *
  * CG and its descendants, or machine-wide (/proc/vmstat) if CG is NULL. False if unreadable. */
 bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults);
 
+/* CG's dirty page cache and what of it is being written back, in bytes, counting its
+ * descendants (v1 dirty + writeback, v2 file_dirty + file_writeback). False if unreadable. */
+bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes);
+
 /* Pages the machine's own reclaim has scanned since boot (/proc/vmstat pgscan_kswapd,
  * pgscan_direct, pgscan_khugepaged). The kernel counts a memory cgroup's reclaim at its limit
  * only in that group's memory.stat, never here: this grows only when the machine itself runs

@@ -1,0 +1,153 @@
+/* See dirty_bound.h. */
+#include "dirty_bound.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dirty_policy.h"
+#include "ioprio.h"
+#include "kfile.h"
+#include "memcg.h"
+
+#define MAX_PROCS 4096
+
+/* True if descriptor FD of PID is open for writing (the "flags" of its fdinfo, in octal). */
+static bool open_for_writing(pid_t pid, const char *fd)
+{
+    char path[96], text[512];
+    snprintf(path, sizeof path, "/proc/%d/fdinfo/%.40s", (int)pid, fd);
+    if (specx_kfile_read(path, text, sizeof text) < 0)
+        return false;
+    const char *flags = strstr(text, "flags:");
+    return flags && (strtoul(flags + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+}
+
+/* Starts write-back of what PID's regular files open for writing hold; returns how many. The
+ * file is opened anew through /proc (read-only: sync_file_range needs no more), so nothing
+ * of the background's own descriptors is touched. */
+static unsigned flush_process(pid_t pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !open_for_writing(pid, e->d_name))
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
+            n++;
+        if (fd >= 0)
+            close(fd);
+    }
+    closedir(d);
+    return n;
+}
+
+static unsigned flush_group(const struct specx_cgroup *mem)
+{
+    static pid_t pids[MAX_PROCS];
+    long n = specx_cgroup_procs(mem, pids, MAX_PROCS);
+    unsigned files = 0;
+    for (long i = 0; i < n; i++)
+        files += flush_process(pids[i]);
+    return files;
+}
+
+/* The thread's requests carry its own class (the block layer takes an unset bio priority from
+ * the submitting task), so the write-back it starts waits for the foreground's I/O. */
+static void *flusher(void *arg)
+{
+    struct idle_dirty *d = arg;
+    specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
+    pthread_mutex_lock(&d->lock);
+    while (!d->quit) {
+        if (!d->asked) {
+            pthread_cond_wait(&d->wake, &d->lock);
+            continue;
+        }
+        d->asked = false;
+        pthread_mutex_unlock(&d->lock);
+        unsigned files = flush_group(d->mem);
+        pthread_mutex_lock(&d->lock);
+        d->files_flushed += files;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return NULL;
+}
+
+void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
+                      struct idle_hold *hold, uint64_t bound, uint64_t now_ns)
+{
+    *d = (struct idle_dirty){ .mem = mem, .hold = hold, .bound = bound, .enabled = true,
+                              .due_ns = now_ns };
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->wake, NULL);
+    d->thread_started = bound && pthread_create(&d->thread, NULL, flusher, d) == 0;
+}
+
+static void set_held(struct idle_dirty *d, bool held, uint64_t now_ns)
+{
+    if (held == d->held)
+        return;
+    d->held = held;
+    idle_hold_set(d->hold, IDLE_HOLD_DIRTY, held);
+    if (held) {
+        d->holds++;
+        d->held_since_ns = now_ns;
+    } else {
+        d->held_ns += now_ns - d->held_since_ns;
+    }
+}
+
+void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns)
+{
+    uint64_t dirty;
+    if (!d->enabled || now_ns < d->due_ns || !specx_memcg_dirty(d->mem, &dirty))
+        return;
+    if (dirty > d->peak_bytes)
+        d->peak_bytes = dirty;
+    struct idle_dirty_step step = idle_dirty_decide(d->held, dirty, d->bound);
+    set_held(d, step.hold, now_ns);
+    if (step.flush && d->thread_started) {
+        pthread_mutex_lock(&d->lock);
+        d->asked = true;
+        pthread_cond_signal(&d->wake);
+        pthread_mutex_unlock(&d->lock);
+    }
+    d->due_ns = now_ns + step.next_ns;
+}
+
+uint64_t idle_dirty_due(const struct idle_dirty *d)
+{
+    return d->enabled ? d->due_ns : UINT64_MAX;
+}
+
+void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns)
+{
+    if (!d->enabled)
+        return;
+    d->enabled = false;
+    set_held(d, false, now_ns);
+    if (d->thread_started) {
+        pthread_mutex_lock(&d->lock);
+        d->quit = true;
+        pthread_cond_signal(&d->wake);
+        pthread_mutex_unlock(&d->lock);
+        pthread_join(d->thread, NULL);
+        d->thread_started = false;
+    }
+}

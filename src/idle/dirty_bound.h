@@ -1,0 +1,44 @@
+/* The background's unwritten data kept under a bound (dirty_policy.h says why and how far):
+ * sampled from its memory group, the background held while above, and write-back of the
+ * files it has open for writing started by a thread of the idle I/O class, whose requests
+ * the device serves after everyone else's. */
+#ifndef IDLE_DIRTY_BOUND_H
+#define IDLE_DIRTY_BOUND_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+#include "hold.h"
+
+struct idle_dirty {
+    const struct specx_cgroup *mem; /* the background's memory group */
+    struct idle_hold *hold;
+    uint64_t bound;                 /* bytes; 0: none */
+    bool enabled, held;
+    uint64_t due_ns;                /* the next sample */
+    /* The thread that starts write-back, woken when there is some to start. */
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool asked, quit;
+    /* What it did, for the report. */
+    uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed;
+};
+
+/* Starts bounding the background in memory group MEM to BOUND bytes (0: only reports). */
+void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
+                      struct idle_hold *hold, uint64_t bound, uint64_t now_ns);
+
+/* A sample, if one is due at NOW_NS, and what follows from it. */
+void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns);
+
+/* When the next sample is due (CLOCK_MONOTONIC ns); UINT64_MAX once stopped. */
+uint64_t idle_dirty_due(const struct idle_dirty *d);
+
+/* Stops (the deadline, or the end): the background let go, the thread ended. */
+void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns);
+
+#endif

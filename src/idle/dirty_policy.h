@@ -1,0 +1,34 @@
+/* How much unwritten data the background may have (issue 14, Disk). Its write-back runs in
+ * the kernel's flusher threads, at their I/O class and not the background's, up to 30 s after
+ * the write: unbounded, a background that writes can fill the foreground's device queue long
+ * after it was preempted. So its dirty data is bounded: above the bound it is held (frozen)
+ * until write-back brings it to half; above a quarter specx idle starts that write-back itself,
+ * from a thread of the idle class, so that what the flushers find left is small. Pure logic,
+ * unit-tested; dirty_bound.c reads the counters and acts. */
+#ifndef IDLE_DIRTY_POLICY_H
+#define IDLE_DIRTY_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The default bound: a fifth of a second of a disk's write-back, a tenth of a cloud disk's. */
+#define IDLE_DIRTY_DEFAULT_BYTES (32ull << 20)
+/* Samples while the background has little unwritten data, and while it has more. A writer
+ * dirties memory at a gigabyte a second, so the bound holds to what it writes between two
+ * samples and what the kernel's batched counters do not show yet (up to 60 MiB of such a
+ * writer here, tests/test_idle.py). A sample reads one memory.stat (about 10 us): 0.1 % of a
+ * CPU at rest, 0.5 % while the background writes hard. */
+#define IDLE_DIRTY_SLOW_NS 10000000ull
+#define IDLE_DIRTY_FAST_NS 2000000ull
+
+struct idle_dirty_step {
+    bool hold;        /* the background must be (or stay) frozen */
+    bool flush;       /* start write-back of its files now */
+    uint64_t next_ns; /* the next sample, from now */
+};
+
+/* One sample: DIRTY bytes unwritten (dirty or under write-back) against BOUND (0: none), the
+ * background HELD since an earlier sample or not. */
+struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bound);
+
+#endif
