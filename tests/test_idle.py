@@ -614,6 +614,56 @@ def test_the_commands_sockets_queue_behind_the_foreground(specx, clean, netns):
     assert plain.stdout.split()[0] == "0x0"
 
 
+SOURCE = """
+import socket, sys, threading
+server = socket.create_server(("10.203.0.2", int(sys.argv[1])))
+print("listening", flush=True)
+def feed(conn):
+    try:
+        while True:
+            conn.sendall(b"x" * 65536)
+    except OSError:
+        pass
+while True:
+    threading.Thread(target=feed, args=(server.accept()[0],), daemon=True).start()
+"""
+
+RECEIVER = """
+import socket, sys, time
+sock = socket.create_connection(("10.203.0.2", int(sys.argv[1])))
+stop, got = time.monotonic() + float(sys.argv[2]), 0
+while time.monotonic() < stop:
+    got += len(sock.recv(1 << 20))
+print(got)
+"""
+
+
+@pytest.mark.root
+def test_the_commands_downloads_yield_to_the_foregrounds(specx, clean, netns, tmp_path):
+    """A foreground download on a full link clamps the command's receive windows, then holds
+    it; when the foreground is done the command downloads again."""
+    ns, _ = netns
+    source = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns[:-1]}b", PY, "-c", SOURCE,
+                               "5100"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert source.stdout.readline().strip() == "listening"
+        report = tmp_path / "r.json"
+        bg = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", str(SPECX), "idle",
+                               "--net-rate", "50mbit", "--json", report, "--", PY, "-c",
+                               RECEIVER, "5100", "3"], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        fg = in_netns(ns, PY, "-c", RECEIVER, "5100", "1.5")
+        out, _ = bg.communicate(timeout=60)
+    finally:
+        source.kill()
+        source.wait()
+    assert fg.returncode == 0 and int(fg.stdout) > 0
+    assert bg.returncode == 0 and int(out) > 0
+    receive = json.loads(report.read_text())["network"]["receive"]
+    assert receive["clamps"] >= 1 and receive["holds"] >= 1, receive
+    assert receive["held_s"] < 2.5  # let go once the foreground was done
+
+
 @pytest.mark.root
 def test_network_is_left_alone_where_it_cannot_be_queued(specx, clean, netns):
     ns, dev = netns

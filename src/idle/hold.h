@@ -1,5 +1,6 @@
 /* The background frozen for any of several reasons at once: the memory control holds it while
- * the foreground is short of memory, the dirty-data bound while its write-back catches up.
+ * the foreground is short of memory, the dirty-data bound while its write-back catches up, the
+ * receive side while the foreground receives on a full link.
  * Frozen while one reason holds it, thawed when none does. */
 #ifndef IDLE_HOLD_H
 #define IDLE_HOLD_H
@@ -11,6 +12,7 @@
 enum idle_hold_reason {
     IDLE_HOLD_MEMORY = 1u << 0,
     IDLE_HOLD_DIRTY = 1u << 1,
+    IDLE_HOLD_NET = 1u << 2,
 };
 
 struct idle_hold {

@@ -155,12 +155,13 @@ static int open_signalfd(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-/* The memory control and the dirty bound let the command go for good: at the deadline, when
+/* The memory control, the dirty bound and the receive window let the command go for good: at the deadline, when
  * it is told to stop, at the end. */
 static void stop_yielding(struct idle *s, uint64_t now_ns)
 {
     idle_memory_stop(&s->memory, now_ns);
     idle_dirty_stop(&s->dirty, now_ns);
+    idle_net_receive_stop(&s->network.receive, now_ns);
 }
 
 /* Ctrl-C, SIGTERM, SIGHUP: passed on to every process of the command, thawed so that it can
@@ -200,6 +201,8 @@ static void start_network(struct idle *s)
     n->classified = n->prog_fd >= 0;
     if (n->classified)
         idle_net_queue_start(&n->queue, s->opt.net_dev, s->opt.net_rate_bps);
+    idle_net_receive_start(&n->receive, &s->groups.mem.cg, &n->queue, &s->hold,
+                           specx_now_ns());
 }
 
 static void stop_network(struct idle *s)
@@ -263,6 +266,7 @@ static int supervise(struct idle *s, struct rusage *usage)
         /* Events (the read set's) wake the loop early: each sample keeps its own period. */
         if (now >= s->memory_due_ns) {
             idle_memory_tick(&s->memory, now);
+            idle_net_receive_tick(&s->network.receive, now);
             s->memory_due_ns = now + IDLE_SAMPLE_NS;
         }
         idle_dirty_tick(&s->dirty, now);

@@ -81,6 +81,15 @@ static void network_row(FILE *out, const struct idle_network *n)
     }
     queues_text(what, sizeof what, n);
     row(out, "network", "socket priority 1de0:20, HTB prio 7", what);
+    const struct idle_net_receive *r = &n->receive;
+    if (r->clamps)
+        snprintf(what, sizeof what, "clamped %u time%s for %.2f s, held %u time%s for %.2f s",
+                 r->clamps, r->clamps == 1 ? "" : "s", (double)r->clamped_ns / 1e9, r->holds,
+                 r->holds == 1 ? "" : "s", (double)r->held_ns / 1e9);
+    else
+        snprintf(what, sizeof what, "%s", n->queue.n ? "never clamped"
+                                                     : "left alone (needs --net-rate)");
+    row(out, "receive", "window clamp, then hold", what);
 }
 
 void idle_report_table(FILE *out, const struct idle_run *run)
@@ -141,7 +150,10 @@ static void json_network(FILE *f, const struct idle_network *n)
     }
     fputs("], \"left_alone\": ", f);
     specx_json_string(f, n->queue.why[0] ? n->queue.why : NULL);
-    fputs("},\n", f);
+    const struct idle_net_receive *r = &n->receive;
+    fprintf(f, ", \"receive\": {\"clamps\": %u, \"clamped_s\": %.6f, \"holds\": %u, "
+               "\"held_s\": %.6f}},\n", r->clamps, (double)r->clamped_ns / 1e9, r->holds,
+            (double)r->held_ns / 1e9);
 }
 
 static void json_isolation(FILE *f, const struct idle_isolation *iso)

@@ -12,6 +12,7 @@
 #include "groups.h"
 #include "memory_yield.h"
 #include "net_queue.h"
+#include "net_receive.h"
 #include "options.h"
 
 struct idle_isolation;
@@ -21,6 +22,7 @@ struct idle_network {
     int prog_fd;                  /* the socket classifier, -1 if none (or no longer) */
     bool classified;              /* its sockets were classified */
     struct idle_net_queue queue;
+    struct idle_net_receive receive;
     char why[256];
 };
 

@@ -1,0 +1,208 @@
+/* See net_receive.h. */
+#include "net_receive.h"
+
+#include <dirent.h>
+#include <linux/tcp.h> /* struct tcp_info with its byte counts (glibc's stops short) */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kfile.h"
+
+#define MAX_PROCS 4096
+#define TCP_STATE_ESTABLISHED 1 /* tcpi_state: the kernel's TCP_ESTABLISHED */
+/* A connection's round trip before the kernel has measured one, and the least window
+ * offered outside a clamp. */
+#define DEFAULT_RTT_US 20000u
+#define MIN_WINDOW (64u << 10)
+
+/* What an unclamped connection may offer: the largest receive buffer TCP autotunes to (the
+ * third of tcp_rmem), which is what the kernel sized the connection's window scale for. */
+static uint32_t unclamped_window(void)
+{
+    char text[128];
+    unsigned long lo, def, hi;
+    if (specx_kfile_read("/proc/sys/net/ipv4/tcp_rmem", text, sizeof text) < 0 ||
+        sscanf(text, "%lu %lu %lu", &lo, &def, &hi) != 3)
+        return 6u << 20;
+    return (uint32_t)hi;
+}
+
+/* Bytes the queued interfaces received, from /proc/net/dev: it shows the reader's network
+ * namespace, where /sys/class/net shows the one /sys was mounted in (nsenter --net keeps the
+ * old /sys). */
+static uint64_t link_received(const struct idle_net_queue *q)
+{
+    char text[16384];
+    if (specx_kfile_read("/proc/net/dev", text, sizeof text) < 0)
+        return 0;
+    uint64_t sum = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[IF_NAMESIZE + 1];
+        unsigned long long bytes;
+        if (sscanf(line, " %16[^:]: %llu", name, &bytes) != 2)
+            continue;
+        for (size_t i = 0; i < q->n; i++)
+            if (strcmp(name, q->devs[i].name) == 0)
+                sum += bytes;
+    }
+    return sum;
+}
+
+/* The window the background may offer on a connection: the clamp while the foreground
+ * receives; else twice what the link carries in one of its round trips, enough to fill the
+ * link alone and little enough that a clamp takes hold within two round trips. TCP never
+ * withdraws a window it has offered: an autotuned one of megabytes had to be used up first,
+ * which let the background keep a third of the link for seconds (measured). 0: no limit. */
+static uint32_t window_for(uint32_t clamp, uint64_t capacity_bps, uint32_t rcv_rtt_us)
+{
+    if (clamp || capacity_bps == 0)
+        return clamp;
+    uint64_t rtt = rcv_rtt_us ? rcv_rtt_us : DEFAULT_RTT_US;
+    uint64_t window = capacity_bps / 8 * rtt / 1000000 * 2;
+    uint64_t most = unclamped_window();
+    return (uint32_t)(window < MIN_WINDOW ? MIN_WINDOW : window > most ? most : window);
+}
+
+/* One established TCP connection of the background: adds what it received to *RECEIVED and
+ * limits its window to what window_for says (CAPACITY_BPS 0 and CLAMP 0: to no limit). */
+static void visit_socket(int sock, uint32_t clamp, uint64_t capacity_bps, uint64_t *received)
+{
+    int proto = 0;
+    socklen_t len = sizeof proto;
+    if (getsockopt(sock, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0 || proto != IPPROTO_TCP)
+        return;
+    struct tcp_info info;
+    len = sizeof info;
+    if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &info, &len) < 0 ||
+        info.tcpi_state != TCP_STATE_ESTABLISHED)
+        return;
+    *received += info.tcpi_bytes_received;
+    uint32_t window = window_for(clamp, capacity_bps, info.tcpi_rcv_rtt);
+    if (window == 0)
+        window = unclamped_window();
+    /* The receive buffer too: the kernel's autotuning raises the window clamp whenever it
+     * grows the buffer, and a buffer set by hand is one it no longer grows. */
+    int rcvbuf = (int)(window > INT32_MAX / 2 ? INT32_MAX / 2 : window);
+    setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    setsockopt(sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &window, sizeof window);
+}
+
+/* Every socket descriptor of PID, through a duplicate in this process (pidfd_getfd): the
+ * background's own descriptors are not touched, only its connections' settings. */
+static void visit_process(pid_t pid, uint32_t clamp, uint64_t capacity_bps, uint64_t *received)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    DIR *d = pidfd >= 0 ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char link[128], target[64];
+        snprintf(link, sizeof link, "%s/%.40s", dir, e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strncmp(target, "socket:", 7) != 0)
+            continue;
+        int sock = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(e->d_name), 0);
+        if (sock >= 0) {
+            visit_socket(sock, clamp, capacity_bps, received);
+            close(sock);
+        }
+    }
+    if (d)
+        closedir(d);
+    if (pidfd >= 0)
+        close(pidfd);
+}
+
+/* The background's connections, each limited (see visit_socket); returns what they received. */
+static uint64_t visit_group(const struct specx_cgroup *group, uint32_t clamp,
+                            uint64_t capacity_bps)
+{
+    static pid_t pids[MAX_PROCS];
+    uint64_t received = 0;
+    long n = specx_cgroup_procs(group, pids, MAX_PROCS);
+    for (long i = 0; i < n; i++)
+        visit_process(pids[i], clamp, capacity_bps, &received);
+    return received;
+}
+
+static uint64_t capacity_of(const struct idle_net_queue *q)
+{
+    uint64_t capacity = 0;
+    for (size_t i = 0; i < q->n; i++)
+        capacity += q->devs[i].rate_bps;
+    return capacity;
+}
+
+void idle_net_receive_start(struct idle_net_receive *r, const struct specx_cgroup *group,
+                            const struct idle_net_queue *queue, struct idle_hold *hold,
+                            uint64_t now_ns)
+{
+    *r = (struct idle_net_receive){ .group = group, .queue = queue, .hold = hold,
+                                    .last_ns = now_ns };
+    r->enabled = queue->n > 0 && queue->devs[0].rate_bps > 0;
+    if (r->enabled) {
+        r->last_link_bytes = link_received(queue);
+        r->last_bg_bytes = visit_group(group, 0, capacity_of(queue));
+    }
+}
+
+static uint64_t bits_per_second(uint64_t bytes, uint64_t ns)
+{
+    return ns ? bytes * 8 * 1000000000ull / ns : 0;
+}
+
+/* Moves to state NEXT: the hold set or ended, the new clamp set on every connection, and
+ * the time spent in the old state counted. */
+static void enter(struct idle_net_receive *r, struct idle_recv_state next, uint64_t capacity,
+                  uint64_t now_ns)
+{
+    struct idle_recv_state old = r->state;
+    if (old.clamp)
+        r->clamped_ns += now_ns - r->last_ns;
+    if (old.hold)
+        r->held_ns += now_ns - r->last_ns;
+    r->clamps += next.clamp && !old.clamp;
+    r->holds += next.hold && !old.hold;
+    if (next.hold != old.hold)
+        idle_hold_set(r->hold, IDLE_HOLD_NET, next.hold);
+    if (next.clamp != old.clamp)
+        visit_group(r->group, next.clamp, capacity);
+    r->state = next;
+}
+
+void idle_net_receive_tick(struct idle_net_receive *r, uint64_t now_ns)
+{
+    if (!r->enabled)
+        return;
+    uint64_t link = link_received(r->queue);
+    uint64_t capacity = capacity_of(r->queue);
+    uint64_t bg = visit_group(r->group, r->state.clamp, capacity);
+    uint64_t dt = now_ns - r->last_ns;
+    /* Connections that closed take their count with them: never less than nothing. */
+    uint64_t d_link = link > r->last_link_bytes ? link - r->last_link_bytes : 0;
+    uint64_t d_bg = bg > r->last_bg_bytes ? bg - r->last_bg_bytes : 0;
+    uint64_t d_fg = d_link > d_bg ? d_link - d_bg : 0;
+    enter(r, idle_recv_step(r->state, bits_per_second(d_fg, dt), bits_per_second(d_link, dt),
+                            capacity), capacity, now_ns);
+    r->last_ns = now_ns;
+    r->last_link_bytes = link;
+    r->last_bg_bytes = bg;
+}
+
+void idle_net_receive_stop(struct idle_net_receive *r, uint64_t now_ns)
+{
+    if (!r->enabled)
+        return;
+    enter(r, (struct idle_recv_state){ 0 }, 0, now_ns);
+    r->enabled = false;
+    visit_group(r->group, 0, 0); /* no limit of ours left */
+}
