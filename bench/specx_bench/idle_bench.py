@@ -24,6 +24,8 @@ and the BG alone, for the capacity it can use. The experiments:
                 third that forwards at a fixed rate (the bottleneck); specx idle shapes at
                 99 % of that rate, so that the queue forms where it can order the packets
   network-bursty  FG: 20 ms of sending, then 180 ms of rest, over and over
+  network-recv  FG and BG receive bulk TCP through the same bottleneck the other way: specx
+                idle clamps the BG's receive window while the FG receives (the receive side)
 
 FG throughput is reported as a share of solo (medians, and 95 % confidence intervals over
 the runs), BG progress as a share of the capacity the FG leaves idle (the paper's §2.1:
@@ -48,7 +50,7 @@ MIB = 1 << 20
 TBF_BURST = "64kb"
 MODES = ("solo", "plain", "nice", "nice+ionice", "specx-idle")
 EXPERIMENTS = ("cpu", "cpu-bursty", "disk", "disk-bursty", "memory", "memory-light", "network",
-               "network-bursty")
+               "network-bursty", "network-recv")
 SCALES = {
     "full": dict(seconds=10, disk_mib=512, memory_mib=192, net_mbit=100),
     "demo": dict(seconds=4, disk_mib=128, memory_mib=96, net_mbit=50),
@@ -124,6 +126,9 @@ if kind.startswith("send"):  # bulk TCP to args[0]:args[1]; progress is what the
     sock.connect((args[0], int(args[1])))
     progress = lambda: struct.unpack_from(
         "Q", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256), 120)[0]
+if kind == "recv":  # bulk TCP from args[0]:args[1] (a source); progress is what arrived
+    import socket
+    sock = socket.create_connection((args[0], int(args[1])))
 signal.signal(signal.SIGUSR1, say)
 signal.signal(signal.SIGTERM, finish)
 print("ready", os.getpid(), flush=True)
@@ -142,6 +147,25 @@ elif kind.startswith("send"):
         sock.send(block)
         if kind == "send-bursty":
             pause_if_burst_over()
+elif kind == "recv":
+    while time.monotonic() < stop:
+        data = sock.recv(1 << 20)
+        if not data:
+            break
+        add(len(data))
+elif kind == "source":  # sends to each connection until it goes
+    import socket, threading
+    def feed(conn):
+        block = b"x" * 65536
+        try:
+            while True:
+                conn.sendall(block)
+        except OSError:
+            conn.close()
+    server = socket.create_server(("0.0.0.0", int(args[0])))
+    print("listening", flush=True)
+    while True:
+        threading.Thread(target=feed, args=(server.accept()[0],), daemon=True).start()
 elif kind == "sink":  # takes whatever each connection sends
     import socket, threading
     def serve(conn):
@@ -177,7 +201,8 @@ nice and ionice, and under specx idle (Eggert 2002), for CPU, disk and memory.
 
 Options:
       --experiments LIST  comma-separated: cpu, cpu-bursty, disk, disk-bursty, memory,
-                          memory-light, network, network-bursty (default all)
+                          memory-light, network, network-bursty, network-recv
+                          (default all)
       --runs N            runs per mode (default 5)
       --scale full|demo|test
                           10 s, 4 s or 1 s per run, with data sized to match
@@ -352,8 +377,9 @@ def ip(*args):
 
 @contextlib.contextmanager
 def bottleneck(mbit):
-    """Three network namespaces: A (the senders) — R (forwards to B at MBIT Mbit/s, a TBF:
-    the bottleneck) — B (a sink on ports 5001 and 5002). Removed afterwards. Yields A's name."""
+    """Three network namespaces: A (the senders and receivers) — R (forwards between A and B
+    at MBIT Mbit/s each way, a TBF: the bottleneck) — B (sinks on ports 5001 and 5002,
+    sources on 5003 and 5004). Removed afterwards. Yields A's name."""
     tag = f"{os.getpid() % 100000}"
     a, r, b = (f"specx-idle-{tag}{x}" for x in "arb")
     try:
@@ -371,20 +397,22 @@ def bottleneck(mbit):
         ip("-n", b, "route", "add", "default", "via", "10.204.1.1")
         subprocess.run(["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
                        check=True, timeout=10)
-        subprocess.run(["ip", "netns", "exec", r, "tc", "qdisc", "add", "dev", f"sxis{tag}", "root",
-                        "tbf", "rate", f"{mbit}mbit", "burst", TBF_BURST, "latency", "20ms"],
-                       check=True, timeout=10)
-        sinks = [subprocess.Popen(["nsenter", f"--net=/run/netns/{b}",
-                                   *worker("sink", 0, port)], stdout=subprocess.PIPE, text=True)
-                 for port in (5001, 5002)]
+        for dev in (f"sxis{tag}", f"sxir{tag}"):
+            subprocess.run(["ip", "netns", "exec", r, "tc", "qdisc", "add", "dev", dev, "root",
+                            "tbf", "rate", f"{mbit}mbit", "burst", TBF_BURST, "latency", "20ms"],
+                           check=True, timeout=10)
+        servers = [subprocess.Popen(["nsenter", f"--net=/run/netns/{b}", *worker(kind, 0, port)],
+                                    stdout=subprocess.PIPE, text=True)
+                   for kind, port in (("sink", 5001), ("sink", 5002), ("source", 5003),
+                                      ("source", 5004))]
         try:
-            for sink in sinks:
-                sink.stdout.readline()
+            for server in servers:
+                server.stdout.readline()
             yield a
         finally:
-            for sink in sinks:
-                sink.kill()
-                sink.wait()
+            for server in servers:
+                server.kill()
+                server.wait()
     finally:
         for ns in (a, r, b):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
@@ -402,6 +430,13 @@ def experiment_setup(name, scale, args):
         mbit = scale["net_mbit"]
         bursty = name == "network-bursty"
         with bottleneck(mbit) as a:
+            if name == "network-recv":
+                yield setup_of(worker("recv", t, "10.204.1.2", 5003),
+                               worker("recv", 0, "10.204.1.2", 5004),
+                               worker("recv", t, "10.204.1.2", 5004),
+                               wrap=["nsenter", f"--net=/run/netns/{a}"],
+                               idle_args=["--net-rate", str(mbit * 990000)])
+                return
             # 99 %: a little below the bottleneck, so that the queue forms in specx idle's
             # qdisc, where the FG's packets go first, rather than at the bottleneck.
             # Bursty, the FG's send buffer holds what the bottleneck carries in one burst, so
