@@ -1,9 +1,7 @@
 /* See dirty_bound.h. */
 #include "dirty_bound.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,59 +9,44 @@
 #include <unistd.h>
 
 #include "dirty_policy.h"
+#include "group_fds.h"
 #include "ioprio.h"
 #include "kfile.h"
 #include "memcg.h"
 
-#define MAX_PROCS 4096
-
 /* True if descriptor FD of PID is open for writing (the "flags" of its fdinfo, in octal). */
-static bool open_for_writing(pid_t pid, const char *fd)
+static bool open_for_writing(pid_t pid, int fd)
 {
-    char path[96], text[512];
-    snprintf(path, sizeof path, "/proc/%d/fdinfo/%.40s", (int)pid, fd);
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)pid, fd);
     if (specx_kfile_read(path, text, sizeof text) < 0)
         return false;
     const char *flags = strstr(text, "flags:");
     return flags && (strtoul(flags + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
 }
 
-/* Starts write-back of what PID's regular files open for writing hold; returns how many. The
- * file is opened anew through /proc (read-only: sync_file_range needs no more), so nothing
- * of the background's own descriptors is touched. */
-static unsigned flush_process(pid_t pid)
+/* Starts write-back of what a regular file the background has open for writing holds, and
+ * counts it in *ARG. The file is opened anew through /proc (read-only: sync_file_range
+ * needs no more), so none of the background's own descriptors is touched. */
+static void flush_file(pid_t pid, int fd, const char *target, void *arg)
 {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    unsigned n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !open_for_writing(pid, e->d_name))
-            continue;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
-            n++;
-        if (fd >= 0)
-            close(fd);
-    }
-    closedir(d);
-    return n;
+    if (target[0] != '/' || !open_for_writing(pid, fd))
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+    int own = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (own >= 0 && fstat(own, &st) == 0 && S_ISREG(st.st_mode) &&
+        sync_file_range(own, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
+        ++*(unsigned *)arg;
+    if (own >= 0)
+        close(own);
 }
 
 static unsigned flush_group(const struct specx_cgroup *mem)
 {
-    static pid_t pids[MAX_PROCS];
-    long n = specx_cgroup_procs(mem, pids, MAX_PROCS);
     unsigned files = 0;
-    for (long i = 0; i < n; i++)
-        files += flush_process(pids[i]);
+    specx_cgroup_each_fd(mem, flush_file, &files);
     return files;
 }
 

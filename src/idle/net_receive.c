@@ -1,19 +1,17 @@
 /* See net_receive.h. */
 #include "net_receive.h"
 
-#include <dirent.h>
 #include <linux/tcp.h> /* struct tcp_info with its byte counts (glibc's stops short) */
 #include <netinet/in.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "group_fds.h"
 #include "kfile.h"
 
-#define MAX_PROCS 4096
 #define TCP_STATE_ESTABLISHED 1 /* tcpi_state: the kernel's TCP_ESTABLISHED */
 /* A connection's round trip before the kernel has measured one, and the least window
  * offered outside a clamp. */
@@ -92,32 +90,26 @@ static void visit_socket(int sock, uint32_t clamp, uint64_t capacity_bps, uint64
     setsockopt(sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &window, sizeof window);
 }
 
-/* Every socket descriptor of PID, through a duplicate in this process (pidfd_getfd): the
+/* What visit_socket needs, and what it adds up. */
+struct socket_visit {
+    uint32_t clamp;
+    uint64_t capacity_bps;
+    uint64_t received;
+};
+
+/* A socket of the background, through a duplicate in this process (pidfd_getfd): the
  * background's own descriptors are not touched, only its connections' settings. */
-static void visit_process(pid_t pid, uint32_t clamp, uint64_t capacity_bps, uint64_t *received)
+static void visit_fd(pid_t pid, int fd, const char *target, void *arg)
 {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    struct socket_visit *v = arg;
+    if (strncmp(target, "socket:", 7) != 0)
+        return;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    DIR *d = pidfd >= 0 ? opendir(dir) : NULL;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char link[128], target[64];
-        snprintf(link, sizeof link, "%s/%.40s", dir, e->d_name);
-        ssize_t n = readlink(link, target, sizeof target - 1);
-        if (n <= 0)
-            continue;
-        target[n] = '\0';
-        if (strncmp(target, "socket:", 7) != 0)
-            continue;
-        int sock = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(e->d_name), 0);
-        if (sock >= 0) {
-            visit_socket(sock, clamp, capacity_bps, received);
-            close(sock);
-        }
+    int sock = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0) : -1;
+    if (sock >= 0) {
+        visit_socket(sock, v->clamp, v->capacity_bps, &v->received);
+        close(sock);
     }
-    if (d)
-        closedir(d);
     if (pidfd >= 0)
         close(pidfd);
 }
@@ -126,12 +118,9 @@ static void visit_process(pid_t pid, uint32_t clamp, uint64_t capacity_bps, uint
 static uint64_t visit_group(const struct specx_cgroup *group, uint32_t clamp,
                             uint64_t capacity_bps)
 {
-    static pid_t pids[MAX_PROCS];
-    uint64_t received = 0;
-    long n = specx_cgroup_procs(group, pids, MAX_PROCS);
-    for (long i = 0; i < n; i++)
-        visit_process(pids[i], clamp, capacity_bps, &received);
-    return received;
+    struct socket_visit v = { .clamp = clamp, .capacity_bps = capacity_bps };
+    specx_cgroup_each_fd(group, visit_fd, &v);
+    return v.received;
 }
 
 static uint64_t capacity_of(const struct idle_net_queue *q)
