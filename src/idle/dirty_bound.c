@@ -34,13 +34,16 @@ static void flush_file(pid_t pid, int fd, const char *target, void *arg)
         return;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
-    int own = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    /* Regular files only, checked before the open: opening a device can do things. */
     struct stat st;
-    if (own >= 0 && fstat(own, &st) == 0 && S_ISREG(st.st_mode) &&
-        sync_file_range(own, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return;
+    int own = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (own < 0)
+        return;
+    if (sync_file_range(own, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
         ++*(unsigned *)arg;
-    if (own >= 0)
-        close(own);
+    close(own);
 }
 
 static unsigned flush_group(const struct specx_cgroup *mem)
