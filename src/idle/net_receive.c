@@ -141,6 +141,7 @@ void idle_net_receive_start(struct idle_net_receive *r, const struct specx_cgrou
     if (r->enabled) {
         r->last_link_bytes = link_received(queue);
         r->last_bg_bytes = visit_group(group, 0, capacity_of(queue));
+        r->bg_counted = true;
     }
 }
 
@@ -150,15 +151,15 @@ static uint64_t bits_per_second(uint64_t bytes, uint64_t ns)
 }
 
 /* Moves to state NEXT: the hold set or ended, the new clamp set on every connection, and
- * the time spent in the old state counted. */
+ * SPENT_NS counted in the old state. */
 static void enter(struct idle_net_receive *r, struct idle_recv_state next, uint64_t capacity,
-                  uint64_t now_ns)
+                  uint64_t spent_ns)
 {
     struct idle_recv_state old = r->state;
     if (old.clamp)
-        r->clamped_ns += now_ns - r->last_ns;
+        r->clamped_ns += spent_ns;
     if (old.hold)
-        r->held_ns += now_ns - r->last_ns;
+        r->held_ns += spent_ns;
     r->clamps += next.clamp && !old.clamp;
     r->holds += next.hold && !old.hold;
     if (next.hold != old.hold)
@@ -174,24 +175,33 @@ void idle_net_receive_tick(struct idle_net_receive *r, uint64_t now_ns)
         return;
     uint64_t link = link_received(r->queue);
     uint64_t capacity = capacity_of(r->queue);
-    uint64_t bg = visit_group(r->group, r->state.clamp, capacity);
     uint64_t dt = now_ns - r->last_ns;
-    /* Connections that closed take their count with them: never less than nothing. */
     uint64_t d_link = link > r->last_link_bytes ? link - r->last_link_bytes : 0;
-    uint64_t d_bg = bg > r->last_bg_bytes ? bg - r->last_bg_bytes : 0;
-    uint64_t d_fg = d_link > d_bg ? d_link - d_bg : 0;
-    enter(r, idle_recv_step(r->state, bits_per_second(d_fg, dt), bits_per_second(d_link, dt),
-                            capacity), capacity, now_ns);
     r->last_ns = now_ns;
     r->last_link_bytes = link;
+    /* A quiet link decides nothing: the walk of the background's descriptors (a millisecond
+     * for a thousand) is spared, and the next walk only takes a new count. */
+    bool quiet = bits_per_second(d_link, dt) * 20 < capacity;
+    if (quiet && r->state.clamp == 0) {
+        r->bg_counted = false;
+        return;
+    }
+    uint64_t bg = visit_group(r->group, r->state.clamp, capacity);
+    /* Connections that closed take their count with them: never less than nothing. */
+    uint64_t d_bg = bg > r->last_bg_bytes ? bg - r->last_bg_bytes : 0;
+    uint64_t d_fg = d_link > d_bg ? d_link - d_bg : 0;
+    if (r->bg_counted)
+        enter(r, idle_recv_step(r->state, bits_per_second(d_fg, dt),
+                                bits_per_second(d_link, dt), capacity), capacity, dt);
     r->last_bg_bytes = bg;
+    r->bg_counted = true;
 }
 
 void idle_net_receive_stop(struct idle_net_receive *r, uint64_t now_ns)
 {
     if (!r->enabled)
         return;
-    enter(r, (struct idle_recv_state){ 0 }, 0, now_ns);
+    enter(r, (struct idle_recv_state){ 0 }, 0, now_ns - r->last_ns);
     r->enabled = false;
     visit_group(r->group, 0, 0); /* no limit of ours left */
 }

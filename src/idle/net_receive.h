@@ -20,6 +20,7 @@ struct idle_net_receive {
     const struct idle_net_queue *queue; /* its interfaces and their rate */
     struct idle_hold *hold;
     uint64_t last_ns, last_link_bytes, last_bg_bytes;
+    bool bg_counted;                    /* last_bg_bytes is from the last sample */
     struct idle_recv_state state;
     /* What it did, for the report. */
     unsigned clamps, holds;
