@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dirty_policy.h"
 #include "options.h"
 
 /* 2026-11-25 12:00:00 local, whatever the time zone the test runs in. */
@@ -56,6 +57,13 @@ static void command_lines(void)
     CHECK(parse(&o, err, (const char *[]){ "--deadline", "13:00", "x", NULL }) == 0);
     CHECK(o.deadline == noon() + 3600);
     CHECK(parse(&o, err, (const char *[]){ "--recover", NULL }) == 0 && o.recover);
+    /* The dirty-data bound: 32 MiB unless told, 0 for none. */
+    CHECK(parse(&o, err, (const char *[]){ "x", NULL }) == 0 &&
+          o.dirty_max_bytes == IDLE_DIRTY_DEFAULT_BYTES);
+    CHECK(parse(&o, err, (const char *[]){ "--dirty-max", "64M", "x", NULL }) == 0 &&
+          o.dirty_max_bytes == 64ull << 20);
+    CHECK(parse(&o, err, (const char *[]){ "--dirty-max", "0", "x", NULL }) == 0 &&
+          o.dirty_max_bytes == 0);
 }
 
 static void refusals(void)
@@ -77,6 +85,8 @@ static void refusals(void)
     CHECK(parse(&o, err, (const char *[]){ "--recover", "x", NULL }) < 0);
     CHECK(parse(&o, err, (const char *[]){ "--net-rate", "lots", "x", NULL }) < 0 &&
           strstr(err, "--net-rate"));
+    CHECK(parse(&o, err, (const char *[]){ "--dirty-max", "much", "x", NULL }) < 0 &&
+          strstr(err, "--dirty-max"));
 }
 
 int main(void)
