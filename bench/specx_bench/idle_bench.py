@@ -618,8 +618,11 @@ def figure(result, out_dir):
         bg_ax.bar(xs, [r.get("bg_progress") or 0 for r in rows], width, label=mode)
     fg_ax.axhline(1.0, color="black", linewidth=0.5)
     fg_ax.set_ylabel("FG throughput / solo")
-    fg_ax.set_ylim(0, 1.1)
-    fg_ax.legend(fontsize=7, ncol=len(MODES), loc="lower center")
+    top = max([1.0] + [(r["fg_share"] or 0) + (r["fg_share_ci95"] or 0)
+                       for e in exps for r in e["modes"]])
+    fg_ax.set_ylim(0, max(1.1, top + 0.05))
+    fg_ax.legend(fontsize=7, ncol=len(MODES), loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                 frameon=False)
     bg_ax.axhline(0.8, color="black", linewidth=0.5, linestyle="--")
     bg_ax.set_ylabel("BG progress\n(of idle capacity,\nor of alone)")
     bg_ax.set_xticks([i + 0.4 - width / 2 for i in range(len(exps))],
