@@ -35,11 +35,12 @@ static uint32_t unclamped_window(void)
  * old /sys). */
 static uint64_t link_received(const struct idle_net_queue *q)
 {
-    char text[16384];
+    char text[65536]; /* 130 bytes an interface: room for the hundreds of a container host */
     if (specx_kfile_read("/proc/net/dev", text, sizeof text) < 0)
         return 0;
     uint64_t sum = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *save;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char name[IF_NAMESIZE + 1];
         unsigned long long bytes;
         if (sscanf(line, " %16[^:]: %llu", name, &bytes) != 2)
