@@ -70,6 +70,8 @@ static void *flusher(void *arg)
         unsigned files = flush_group(d->mem);
         pthread_mutex_lock(&d->lock);
         d->files_flushed += files;
+        d->passes++;
+        d->last_pass_files = files;
     }
     pthread_mutex_unlock(&d->lock);
     return NULL;
@@ -106,7 +108,10 @@ void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns)
         return;
     if (dirty > d->peak_bytes)
         d->peak_bytes = dirty;
-    struct idle_dirty_step step = idle_dirty_decide(d->held, dirty, d->bound);
+    pthread_mutex_lock(&d->lock);
+    bool flushable = d->passes == 0 || d->last_pass_files > 0;
+    pthread_mutex_unlock(&d->lock);
+    struct idle_dirty_step step = idle_dirty_decide(d->held, dirty, d->bound, flushable);
     set_held(d, step.hold, now_ns);
     if (step.flush && d->thread_started) {
         pthread_mutex_lock(&d->lock);

@@ -24,6 +24,8 @@ struct idle_dirty {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool asked, quit;
+    uint64_t passes;                /* write-back passes done */
+    unsigned last_pass_files;       /* files the last one found open for writing */
     /* What it did, for the report. */
     uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed;
 };

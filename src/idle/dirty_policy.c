@@ -1,13 +1,14 @@
 /* See dirty_policy.h. */
 #include "dirty_policy.h"
 
-struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bound)
+struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bound,
+                                         bool flushable)
 {
     struct idle_dirty_step step = { .next_ns = IDLE_DIRTY_SLOW_NS };
     if (bound == 0)
         return step;
     /* Held until half the bound, so that it is not frozen and thawed at every sample. */
-    step.hold = held ? dirty > bound / 2 : dirty > bound;
+    step.hold = flushable && (held ? dirty > bound / 2 : dirty > bound);
     step.flush = dirty > bound / 4;
     if (step.flush)
         step.next_ns = IDLE_DIRTY_FAST_NS;

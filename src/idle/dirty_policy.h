@@ -28,7 +28,11 @@ struct idle_dirty_step {
 };
 
 /* One sample: DIRTY bytes unwritten (dirty or under write-back) against BOUND (0: none), the
- * background HELD since an earlier sample or not. */
-struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bound);
+ * background HELD since an earlier sample or not, and whether write-back of its files can be
+ * started (FLUSHABLE: the last pass found a file it has open for writing, or none ran yet).
+ * Data of files it has closed only the kernel's flushers write, up to 30 s later: holding the
+ * background for it would hold it that long, so it is not held then. */
+struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bound,
+                                         bool flushable);
 
 #endif

@@ -6,25 +6,32 @@
 
 static void no_bound_does_nothing(void)
 {
-    struct idle_dirty_step s = idle_dirty_decide(false, 1024 * MiB, 0);
+    struct idle_dirty_step s = idle_dirty_decide(false, 1024 * MiB, 0, true);
     CHECK(!s.hold && !s.flush && s.next_ns == IDLE_DIRTY_SLOW_NS);
 }
 
 static void held_above_the_bound_until_half_of_it(void)
 {
-    CHECK(!idle_dirty_decide(false, 32 * MiB, 32 * MiB).hold);
-    CHECK(idle_dirty_decide(false, 33 * MiB, 32 * MiB).hold);
+    CHECK(!idle_dirty_decide(false, 32 * MiB, 32 * MiB, true).hold);
+    CHECK(idle_dirty_decide(false, 33 * MiB, 32 * MiB, true).hold);
     /* Once held, below the bound is not enough: half of it is. */
-    CHECK(idle_dirty_decide(true, 20 * MiB, 32 * MiB).hold);
-    CHECK(!idle_dirty_decide(true, 16 * MiB, 32 * MiB).hold);
+    CHECK(idle_dirty_decide(true, 20 * MiB, 32 * MiB, true).hold);
+    CHECK(!idle_dirty_decide(true, 16 * MiB, 32 * MiB, true).hold);
 }
 
 static void write_back_starts_early_and_sampling_quickens(void)
 {
-    struct idle_dirty_step little = idle_dirty_decide(false, 8 * MiB, 32 * MiB);
+    struct idle_dirty_step little = idle_dirty_decide(false, 8 * MiB, 32 * MiB, true);
     CHECK(!little.flush && little.next_ns == IDLE_DIRTY_SLOW_NS);
-    struct idle_dirty_step more = idle_dirty_decide(false, 9 * MiB, 32 * MiB);
+    struct idle_dirty_step more = idle_dirty_decide(false, 9 * MiB, 32 * MiB, true);
     CHECK(more.flush && !more.hold && more.next_ns == IDLE_DIRTY_FAST_NS);
+}
+
+static void data_only_the_flushers_can_write_holds_nothing(void)
+{
+    /* The last pass found no file open for writing: what is left is in closed files. */
+    struct idle_dirty_step s = idle_dirty_decide(true, 64 * MiB, 32 * MiB, false);
+    CHECK(!s.hold && s.flush && s.next_ns == IDLE_DIRTY_FAST_NS);
 }
 
 int main(void)
@@ -32,5 +39,6 @@ int main(void)
     no_bound_does_nothing();
     held_above_the_bound_until_half_of_it();
     write_back_starts_early_and_sampling_quickens();
+    data_only_the_flushers_can_write_holds_nothing();
     return check_status();
 }
