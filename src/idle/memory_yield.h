@@ -20,7 +20,7 @@ struct idle_memory {
     struct idle_hold *hold;     /* where it freezes the background */
     struct idle_yield_state state;
     bool enabled;
-    /* What pressure is read from (docs/DESIGN.md §8.3). */
+    /* What pressure is read from (docs/DESIGN.md §8, Memory). */
     bool psi_usable;            /* our v2 group's PSI and the background's own: the difference
                                    is time the foreground stalled while the background did not */
     struct specx_cgroup psi_domain;
