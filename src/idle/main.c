@@ -38,7 +38,7 @@
 struct idle {
     struct idle_options opt;
     struct idle_groups groups;
-    struct idle_hold hold;   /* frozen for the memory control, the dirty bound, or both */
+    struct idle_hold hold;   /* frozen for the memory control, the dirty bound, downloads */
     struct idle_memory memory;
     uint64_t memory_due_ns;  /* its next sample */
     struct idle_dirty dirty;
@@ -155,8 +155,8 @@ static int open_signalfd(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-/* The memory control, the dirty bound and the receive window let the command go for good: at the deadline, when
- * it is told to stop, at the end. */
+/* The memory control, the dirty bound and the receive side let the command go for good: at
+ * the deadline, when it is told to stop, at the end. */
 static void stop_yielding(struct idle *s, uint64_t now_ns)
 {
     idle_memory_stop(&s->memory, now_ns);
@@ -226,7 +226,7 @@ static void promote(struct idle *s)
     s->promoted_threads = idle_priority_promote(&s->groups.mem.cg);
 }
 
-/* Until the next memory or dirty-data sample, or the deadline. */
+/* Until the next sample (memory and downloads, or dirty data), or the deadline. */
 static int poll_timeout_ms(const struct idle *s)
 {
     uint64_t due = idle_dirty_due(&s->dirty), now = specx_now_ns();
@@ -380,7 +380,8 @@ int main(int argc, char **argv)
     s.pidfd = (int)syscall(SYS_pidfd_open, s.pid, 0);
     s.hold.freeze = s.groups.freeze;
     idle_memory_start(&s.memory, &s.groups, &s.hold, specx_now_ns());
-    idle_dirty_start(&s.dirty, &s.groups.mem.cg, &s.hold, s.opt.dirty_max_bytes, specx_now_ns());
+    idle_dirty_start(&s.dirty, &s.groups.mem.cg, &s.hold, s.opt.dirty_max_bytes,
+                     specx_now_ns());
     struct rusage usage = { 0 };
     int status = supervise(&s, &usage);
     return finish(&s, status, &usage);

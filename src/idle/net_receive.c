@@ -56,20 +56,29 @@ static uint64_t link_received(const struct idle_net_queue *q)
  * receives; else twice what the link carries in one of its round trips, enough to fill the
  * link alone and little enough that a clamp takes hold within two round trips. TCP never
  * withdraws a window it has offered: an autotuned one of megabytes had to be used up first,
- * which let the background keep a third of the link for seconds (measured). 0: no limit. */
-static uint32_t window_for(uint32_t clamp, uint64_t capacity_bps, uint32_t rcv_rtt_us)
+ * which let the background keep a third of the link for seconds (measured). At most MOST;
+ * MOST itself without a clamp or a capacity (the control ends). */
+static uint32_t window_for(uint32_t clamp, uint64_t capacity_bps, uint32_t rcv_rtt_us,
+                           uint32_t most)
 {
     if (clamp || capacity_bps == 0)
-        return clamp;
+        return clamp ? clamp : most;
     uint64_t rtt = rcv_rtt_us ? rcv_rtt_us : DEFAULT_RTT_US;
     uint64_t window = capacity_bps / 8 * rtt / 1000000 * 2;
-    uint64_t most = unclamped_window();
     return (uint32_t)(window < MIN_WINDOW ? MIN_WINDOW : window > most ? most : window);
 }
 
-/* One established TCP connection of the background: adds what it received to *RECEIVED and
- * limits its window to what window_for says (CAPACITY_BPS 0 and CLAMP 0: to no limit). */
-static void visit_socket(int sock, uint32_t clamp, uint64_t capacity_bps, uint64_t *received)
+/* What a visit of the background's connections sets (window_for: CLAMP, or with CAPACITY_BPS
+ * 0 and no clamp, MOST, no limit of ours), and what it adds up. */
+struct socket_visit {
+    uint32_t clamp, most;
+    uint64_t capacity_bps;
+    uint64_t received;
+};
+
+/* One established TCP connection of the background: adds what it received to V and limits
+ * its window as V says. */
+static void visit_socket(int sock, struct socket_visit *v)
 {
     int proto = 0;
     socklen_t len = sizeof proto;
@@ -80,23 +89,14 @@ static void visit_socket(int sock, uint32_t clamp, uint64_t capacity_bps, uint64
     if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &info, &len) < 0 ||
         info.tcpi_state != TCP_STATE_ESTABLISHED)
         return;
-    *received += info.tcpi_bytes_received;
-    uint32_t window = window_for(clamp, capacity_bps, info.tcpi_rcv_rtt);
-    if (window == 0)
-        window = unclamped_window();
+    v->received += info.tcpi_bytes_received;
+    uint32_t window = window_for(v->clamp, v->capacity_bps, info.tcpi_rcv_rtt, v->most);
     /* The receive buffer too: the kernel's autotuning raises the window clamp whenever it
      * grows the buffer, and a buffer set by hand is one it no longer grows. */
     int rcvbuf = (int)(window > INT32_MAX / 2 ? INT32_MAX / 2 : window);
     setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     setsockopt(sock, IPPROTO_TCP, TCP_WINDOW_CLAMP, &window, sizeof window);
 }
-
-/* What visit_socket needs, and what it adds up. */
-struct socket_visit {
-    uint32_t clamp;
-    uint64_t capacity_bps;
-    uint64_t received;
-};
 
 /* A socket of the background, through a duplicate in this process (pidfd_getfd): the
  * background's own descriptors are not touched, only its connections' settings. */
@@ -108,7 +108,7 @@ static void visit_fd(pid_t pid, int fd, const char *target, void *arg)
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int sock = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0) : -1;
     if (sock >= 0) {
-        visit_socket(sock, v->clamp, v->capacity_bps, &v->received);
+        visit_socket(sock, v);
         close(sock);
     }
     if (pidfd >= 0)
@@ -116,11 +116,12 @@ static void visit_fd(pid_t pid, int fd, const char *target, void *arg)
 }
 
 /* The background's connections, each limited (see visit_socket); returns what they received. */
-static uint64_t visit_group(const struct specx_cgroup *group, uint32_t clamp,
+static uint64_t visit_group(const struct idle_net_receive *r, uint32_t clamp,
                             uint64_t capacity_bps)
 {
-    struct socket_visit v = { .clamp = clamp, .capacity_bps = capacity_bps };
-    specx_cgroup_each_fd(group, visit_fd, &v);
+    struct socket_visit v = { .clamp = clamp, .most = r->most_window,
+                              .capacity_bps = capacity_bps };
+    specx_cgroup_each_fd(r->group, visit_fd, &v);
     return v.received;
 }
 
@@ -141,7 +142,8 @@ void idle_net_receive_start(struct idle_net_receive *r, const struct specx_cgrou
     r->enabled = queue->n > 0 && queue->devs[0].rate_bps > 0;
     if (r->enabled) {
         r->last_link_bytes = link_received(queue);
-        r->last_bg_bytes = visit_group(group, 0, capacity_of(queue));
+        r->most_window = unclamped_window();
+        r->last_bg_bytes = visit_group(r, 0, capacity_of(queue));
         r->bg_counted = true;
     }
 }
@@ -166,7 +168,7 @@ static void enter(struct idle_net_receive *r, struct idle_recv_state next, uint6
     if (next.hold != old.hold)
         idle_hold_set(r->hold, IDLE_HOLD_NET, next.hold);
     if (next.clamp != old.clamp)
-        visit_group(r->group, next.clamp, capacity);
+        visit_group(r, next.clamp, capacity);
     r->state = next;
 }
 
@@ -187,7 +189,7 @@ void idle_net_receive_tick(struct idle_net_receive *r, uint64_t now_ns)
         r->bg_counted = false;
         return;
     }
-    uint64_t bg = visit_group(r->group, r->state.clamp, capacity);
+    uint64_t bg = visit_group(r, r->state.clamp, capacity);
     /* Connections that closed take their count with them: never less than nothing. */
     uint64_t d_bg = bg > r->last_bg_bytes ? bg - r->last_bg_bytes : 0;
     uint64_t d_fg = d_link > d_bg ? d_link - d_bg : 0;
@@ -204,5 +206,5 @@ void idle_net_receive_stop(struct idle_net_receive *r, uint64_t now_ns)
         return;
     enter(r, (struct idle_recv_state){ 0 }, 0, now_ns - r->last_ns);
     r->enabled = false;
-    visit_group(r->group, 0, 0); /* no limit of ours left */
+    visit_group(r, 0, 0); /* no limit of ours left */
 }

@@ -1,8 +1,9 @@
 /* The background's receive side yields to the foreground's (recv_policy.h says how: its
- * receive window, then a hold). Every sample: what the interfaces queued on received, what the background's
- * TCP connections received (tcp_info of each, reached through pidfd_getfd), the foreground's
- * share the difference; the clamp then set on each of the background's connections
- * (TCP_WINDOW_CLAMP). Only with --net-rate: the link's capacity is what says it is busy. */
+ * receive window, then a hold). Every sample: what the interfaces queued on received, what the
+ * background's TCP connections received (tcp_info of each, reached through pidfd_getfd), the
+ * foreground's share the difference; the clamp then set on each of the background's
+ * connections (TCP_WINDOW_CLAMP, SO_RCVBUF). Only with --net-rate: the link's capacity is what
+ * says it is busy. */
 #ifndef IDLE_NET_RECEIVE_H
 #define IDLE_NET_RECEIVE_H
 
@@ -21,6 +22,7 @@ struct idle_net_receive {
     struct idle_hold *hold;
     uint64_t last_ns, last_link_bytes, last_bg_bytes;
     bool bg_counted;                    /* last_bg_bytes is from the last sample */
+    uint32_t most_window;               /* what an unclamped connection may offer */
     struct idle_recv_state state;
     /* What it did, for the report. */
     unsigned clamps, holds;
