@@ -5,8 +5,10 @@ struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bou
                                          bool flushable)
 {
     struct idle_dirty_step step = { .next_ns = IDLE_DIRTY_SLOW_NS };
-    if (bound == 0)
+    if (bound == 0) {
+        step.next_ns = IDLE_DIRTY_REPORT_NS;
         return step;
+    }
     /* Held until half the bound, so that it is not frozen and thawed at every sample. */
     step.hold = flushable && (held ? dirty > bound / 2 : dirty > bound);
     step.flush = dirty > bound / 4;

@@ -20,6 +20,8 @@
  * CPU at rest, 0.5 % while the background writes hard. */
 #define IDLE_DIRTY_SLOW_NS 10000000ull
 #define IDLE_DIRTY_FAST_NS 2000000ull
+/* Without a bound the samples only feed the report's peak. */
+#define IDLE_DIRTY_REPORT_NS 50000000ull
 
 struct idle_dirty_step {
     bool hold;        /* the background must be (or stay) frozen */

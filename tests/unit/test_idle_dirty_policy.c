@@ -7,7 +7,7 @@
 static void no_bound_does_nothing(void)
 {
     struct idle_dirty_step s = idle_dirty_decide(false, 1024 * MiB, 0, true);
-    CHECK(!s.hold && !s.flush && s.next_ns == IDLE_DIRTY_SLOW_NS);
+    CHECK(!s.hold && !s.flush && s.next_ns == IDLE_DIRTY_REPORT_NS);
 }
 
 static void held_above_the_bound_until_half_of_it(void)
