@@ -212,7 +212,8 @@ int share_follow(const struct share_options *o, int sigfd)
             stop = (int)si.ssi_signo;
         collect(&f);
         if (f.predicted != SIZE_MAX && specx_now_ns() >= f.model_at) {
-            share_prefetcher_request(&(struct share_prefetch_request){ .job = &f.g[f.predicted].job });
+            struct share_prefetch_request next = { .job = &f.g[f.predicted].job };
+            share_prefetcher_request(&next);
             f.model_at = UINT64_MAX;
         }
     }

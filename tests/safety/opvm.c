@@ -511,7 +511,8 @@ static const struct {
 } ops[] = {
     {"read", 1, op_read},         {"pread", 3, op_pread},       {"mmapread", 1, op_mmapread},
     {"open", 2, op_open},         {"openrw", 2, op_open},       {"openrdwr", 2, op_open},
-    {"readn", 2, op_readn},       {"seek", 2, op_seek},         {"writefd", 2, op_writefd},   {"close", 1, op_close},
+    {"readn", 2, op_readn},       {"seek", 2, op_seek},         {"writefd", 2, op_writefd},
+    {"close", 1, op_close},
     {"dirents", 2, op_dirents},
     {"list", 1, op_list},         {"write", 2, op_write},       {"append", 2, op_append},
     {"unlink", 1, op_unlink},     {"rename", 2, op_rename},     {"mkdir", 1, op_mkdir},
