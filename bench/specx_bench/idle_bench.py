@@ -1,5 +1,5 @@
 """`specx bench idle`: does the foreground notice background work? (Eggert 2002, Figs. 12-13
-and 17-18, for CPU, disk and memory; issue 14).
+and 17-18, for CPU, disk, memory and network; issue 14).
 
 Each experiment pairs a foreground (FG) that measures its own throughput with a background
 (BG) that counts its own progress, and runs the FG:
@@ -14,7 +14,7 @@ and the BG alone, for the capacity it can use. The experiments:
 
   cpu           FG: one CPU-bound process; BG: one CPU-bound process per CPU
   cpu-bursty    FG: 20 ms of work then 180 ms of sleep, over and over: the paper's light load
-                (§4.3: the FG active 10 % of the time)
+                (§4.2.3: the FG active 10 % of the time)
   disk          FG: sequential reads of a file on slowfs; BG: reads of another
   disk-bursty   FG: 20 ms of those reads, then 180 ms of rest, over and over
   memory        FG and BG re-read working sets of 55 % of a memory cgroup they share (read
@@ -197,7 +197,8 @@ HELP = """\
 Usage: specx bench idle [OPTIONS]
 
 Foreground throughput beside background work run plainly, under nice, under
-nice and ionice, and under specx idle (Eggert 2002), for CPU, disk and memory.
+nice and ionice, and under specx idle (Eggert 2002), for CPU, disk, memory and
+network.
 
 Options:
       --experiments LIST  comma-separated: cpu, cpu-bursty, disk, disk-bursty, memory,
