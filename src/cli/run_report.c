@@ -48,7 +48,7 @@ static void print_processes(FILE *out, const struct run_stats *s)
         fprintf(out, "  %-8d %-24.24s %10" PRIu64 " %10.3f %11" PRIu64 " %10" PRIu64
                 " %6" PRIu64 "%s\n", p->pid, name, p->stalls, seconds(p->stall_ns),
                 p->spec_prefetches, run_stats_unused(p), p->sync_attempts,
-                (p->flags & SPECX_SLOT_THREADED) ? "  (threads: no speculation)" : "");
+                (p->flags & SPECX_SLOT_THREADED) ? "  (threaded)" : "");
     }
 }
 
@@ -211,6 +211,9 @@ void run_report_table(FILE *out, const struct run_result *r)
     fprintf(out, "  %-40s %12" PRIu64 "  ran %.1f ms of CPU time without reaching I/O\n",
             "  ended themselves, idle", t->spec_idle_ended,
             (double)SPECX_COPY_IDLE_CPU_NS / 1e6);
+    fprintf(out, "  %-40s %12" PRIu64 "  waited %.1f s of wall time without reaching I/O\n",
+            "  ended themselves, stuck", t->spec_stuck_ended,
+            (double)SPECX_COPY_STUCK_NS / 1e9);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predictions logged, kept from the disk\n",
             "  dry (predicting only, until trusted)", t->spec_dry, t->spec_predictions);
     print_memory_control(out, r);
@@ -220,7 +223,7 @@ void run_report_table(FILE *out, const struct run_result *r)
     size_t threaded = processes_with(&r->stats, SPECX_SLOT_THREADED);
     fprintf(out, "  %-40s %12zu", "processes", r->stats.nprocs);
     if (threaded)
-        fprintf(out, "  %zu stopped speculating at a second thread", threaded);
+        fprintf(out, "  %zu with copies of one thread of several", threaded);
     fputc('\n', out);
     if (r->stats.lost)
         fprintf(out, "  %-40s %12u\n", "processes not counted (table full)", r->stats.lost);

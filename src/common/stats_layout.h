@@ -35,6 +35,7 @@
     X(spec_ended,        "speculative processes ended") \
     X(spec_failed,       "speculative processes that could not enter the sandbox") \
     X(spec_idle_ended,   "speculative processes that ended themselves, idle (copy_idle.h)") \
+    X(spec_stuck_ended,  "speculative processes that ended themselves, stuck waiting (copy_idle.h)") \
     X(spec_dry,          "of those created, dry ones: they only predict (trust.h, §6.1)") \
     X(spec_predictions,  "would-be prefetches dry speculative processes logged, not issued") \
     X(fadv_random,       "descriptors switched to POSIX_FADV_RANDOM") \
@@ -62,10 +63,10 @@
     X(memctl_giveback_ns, "longest time from the start of the interval that stopped speculation to the copy's memory given back") \
     X(copy_peak_kb,      "largest private memory of a copy, KiB (its smaps_rollup)")
 
-/* Why speculation was off in a process (slot flags). */
+/* What the runtime noted about a process: why speculation was off, how it ran (slot flags). */
 enum specx_slot_flag {
     SPECX_SLOT_NO_SPEC = 1u << 0,      /* --no-spec or SPECX_DISABLE=1 */
-    SPECX_SLOT_THREADED = 1u << 1,     /* a second thread appeared: speculation stopped */
+    SPECX_SLOT_THREADED = 1u << 1,     /* a copy was made of one thread of several */
     SPECX_SLOT_SANDBOX_FAILED = 1u << 2, /* the sandbox could not be entered */
     SPECX_SLOT_NO_CACHESTAT = 1u << 3, /* residency through mincore (kernel without cachestat) */
     SPECX_SLOT_ENDED = 1u << 4,        /* the program image ended (exit or exec) normally */
@@ -75,6 +76,10 @@ enum specx_slot_flag {
 /* CPU time (user and system) a copy may spend without reaching I/O before it ends itself
  * (spec_idle_ended; src/runtime/copy/copy_idle.h says why). */
 #define SPECX_COPY_IDLE_CPU_NS (100ull * 1000000ull)
+
+/* Wall time a copy may wait without reaching I/O, outside its horizon, before it ends itself
+ * (spec_stuck_ended; src/runtime/copy/copy_idle.h says why). */
+#define SPECX_COPY_STUCK_NS (1000ull * 1000000ull)
 
 /* How many copies in a row must predict no read of the program before a process makes no
  * more (SPECX_SLOT_NEVER_PREDICTED; src/runtime/policy/backoff.h says why). */

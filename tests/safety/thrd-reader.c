@@ -1,6 +1,6 @@
 /* Starts a thread with C11 thrd_create (which reaches pthread_create inside libc, where the
  * runtime's wrapper cannot see it), evicts FILE from the page cache and reads it: the read
- * stalls in a multi-threaded process, where the runtime must not speculate. */
+ * stalls in a multi-threaded process, whose copy is a clone of the reading thread alone. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <threads.h>

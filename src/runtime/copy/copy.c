@@ -43,6 +43,9 @@
 static uint64_t copy_dev, copy_ino;
 static uint64_t copy_born_ns;
 static bool copy_dry; /* the speculative process only predicts (trust.h) */
+/* The thread of the program it is a copy of: only that thread's stalls tell whether it
+ * diverged (docs/DESIGN.md §9). */
+static pid_t copy_thread;
 /* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
 static struct specx_lazy_set lazy_set;
 
@@ -132,20 +135,61 @@ static void kill_copy(void)
     }
 }
 
-void specx_copy_stop(void)
+/* One thread of the program at a time manages the copy: whichever stalls (issue 12). A thread
+ * that finds another at it goes on with its read unaided, since waiting would only lengthen its
+ * stall. specx.manager holds the manager's tid (0: none), so that an exit or exec from a
+ * signal handler that interrupted the manager does not wait for itself. */
+static bool manage_try(void)
 {
-    if (getpid() != specx.pid)
-        return;
+    pid_t none = 0;
+    return __atomic_compare_exchange_n(&specx.manager, &none, gettid(), false,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Waits for the manager to finish; false if the manager is this very thread. */
+static bool manage_wait(void)
+{
+    pid_t self = gettid();
+    for (;;) {
+        pid_t none = 0;
+        if (__atomic_compare_exchange_n(&specx.manager, &none, self, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return true;
+        if (none == self)
+            return false;
+        sched_yield();
+    }
+}
+
+static void manage_end(void)
+{
+    __atomic_store_n(&specx.manager, 0, __ATOMIC_RELEASE);
+}
+
+static void stop_copy(void)
+{
     if (specx.copy > 0)
         kill_copy();
     reap_dying(true);
 }
 
-void specx_disable_speculation(enum specx_slot_flag why)
+/* An exec from a signal handler that interrupted this thread's own management of the copy
+ * leaves the copy running; it is sandboxed and ends itself once idle (copy_idle.h). */
+void specx_copy_stop(void)
+{
+    if (getpid() != specx.pid || !manage_wait())
+        return;
+    stop_copy();
+    manage_end();
+}
+
+/* Turns speculation off for the rest of this process image, recording why in the slot, and
+ * stops the copy. Called by the manager. */
+static void disable_speculation(enum specx_slot_flag why)
 {
     specx.spec_allowed = false;
     __atomic_fetch_or(&specx.slot->flags, why, __ATOMIC_RELAXED);
-    specx_copy_stop();
+    stop_copy();
 }
 
 /* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
@@ -219,9 +263,20 @@ static void demote_copy(void)
     specx_ioprio_set(specx.copy, IOPRIO_CLASS_IDLE, 0);
 }
 
+/* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
+ * never pass through a pthread_create wrapper. /proc/self/task links one directory per thread
+ * besides "." and ".."; stat opens no descriptor. */
+static bool single_threaded(void)
+{
+    struct stat task;
+    return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
+}
+
 /* Clones the program as it is now; with --refork=fast its large anonymous regions are left
- * out and filled in the copy on demand (lazy_memory.h, §5.1-5.2). Returns true in the
- * speculative process. */
+ * out and filled in the copy on demand (lazy_memory.h, §5.1-5.2), but only while the program
+ * has one thread: MADV_DONTFORK is the process's, and another thread's fork in the meantime
+ * would give its child holes where the program has memory. Returns true in the speculative
+ * process. */
 static bool clone_speculative(void)
 {
     struct specx_control *ctl = specx.ctl;
@@ -234,10 +289,15 @@ static bool clone_speculative(void)
     specx_trust_set_dry(copy_dry);
     pid_t program = getpid();
     lazy_set.n = 0;
-    if (specx_lazy_wanted())
-        specx_lazy_exclude(&lazy_set);
+    if (single_threaded()) {
+        if (specx_lazy_wanted())
+            specx_lazy_exclude(&lazy_set);
+    } else {
+        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_THREADED, __ATOMIC_RELAXED);
+    }
     /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
-     * pthread_atfork handlers of the program run for it. */
+     * pthread_atfork handlers of the program run for it. Made by a thread of a multi-threaded
+     * program, it copies that thread alone, as fork does. */
     long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
     if (pid == 0) {
         if (specx_lazy_reserve(&lazy_set, program) < 0)
@@ -249,6 +309,7 @@ static bool clone_speculative(void)
     if (pid < 0)
         return false;
     specx.copy = (pid_t)pid;
+    copy_thread = gettid();
     copy_start = specx_copy_start_time(specx.copy);
     copy_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
@@ -301,7 +362,7 @@ static bool copy_started(const struct specx_stall *stall)
     reaped(specx.copy, copy_start, true);
     specx.copy = 0;
     SPECX_COUNT(spec_failed, 1);
-    specx_disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
+    disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
     specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
     return false;
 }
@@ -322,28 +383,15 @@ static void start_own_read(const struct specx_stall *stall, const struct stat *s
     specx_start_read(stall->fd, stall->off, end > stall->off ? end - stall->off : stall->len);
 }
 
-/* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
- * that ran before ours never pass through our pthread_create. /proc/self/task links one
- * directory per thread besides "." and ".."; stat opens no descriptor. */
-static bool single_threaded(void)
-{
-    struct stat task;
-    return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
-}
-
 /* Whether this process may create a speculative process now: it is the program itself,
- * speculation is on, it has one thread, and the sandbox's filter and the control region are
- * ready. The filter is compiled here, in the program: never in a fresh clone. */
+ * speculation is on, and the sandbox's filter and the control region are ready. The filter is
+ * compiled here, in the program: never in a fresh clone. */
 static bool may_create_copy(void)
 {
     if (!specx.spec_allowed || getpid() != specx.pid)
         return false;
-    if (!single_threaded()) {
-        specx_disable_speculation(SPECX_SLOT_THREADED);
-        return false;
-    }
     if (!specx.ctl && (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create()))) {
-        specx_disable_speculation(0);
+        disable_speculation(0);
         return false;
     }
     return true;
@@ -363,7 +411,11 @@ static bool stop_for_memory(bool stopped)
 
 bool specx_copy_watch_memory(void)
 {
-    return stop_for_memory(!specx_memory_watch());
+    if (!manage_try())
+        return false; /* another thread manages the copy; the interval ends at a later read */
+    bool stopped = stop_for_memory(!specx_memory_watch());
+    manage_end();
+    return stopped;
 }
 
 /* Creates or synchronizes the copy where the program reads STALL. ARRIVED: its data is in
@@ -393,6 +445,10 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
          * flight (copy_read.c) and predicts beyond it; a copy made at the last wait may not
          * have reached that far yet. Only a miss judges it (or a dry one's promotion). */
         if (sync && arrived && !(copy_dry && dry_copy_earned_trust()))
+            return false;
+        /* Another thread's stall says nothing of the copy's path: threads of a pool or a
+         * parallel walk take turns at one queue, and the copy runs on through all of it. */
+        if (sync && gettid() != copy_thread && !(copy_dry && dry_copy_earned_trust()))
             return false;
         judge_copy(on_track);
     }
@@ -440,14 +496,25 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     return false;
 }
 
+/* Runs copy_at as the manager, if no other thread is; the copy itself (true) has no other
+ * thread and leaves the lock as it found it in its own memory. */
+static bool managed_copy_at(const struct specx_stall *stall, bool arrived)
+{
+    if (!manage_try())
+        return false;
+    bool in_copy = copy_at(stall, arrived);
+    manage_end();
+    return in_copy;
+}
+
 bool specx_copy_on_stall(const struct specx_stall *stall)
 {
-    return copy_at(stall, false);
+    return managed_copy_at(stall, false);
 }
 
 bool specx_copy_after_wait(const struct specx_stall *stall)
 {
-    return copy_at(stall, true);
+    return managed_copy_at(stall, true);
 }
 
 /* The program has no hook at a page fault (§4.1.2 handles faults in the kernel): a new large
@@ -456,7 +523,7 @@ bool specx_copy_after_wait(const struct specx_stall *stall)
  * fault_speculation.h). The program first faults in the mapping's first chunk, as its first touch
  * would (a header, usually): the copy never waits for a disk read, so without it the copy
  * would run on zeros where the data decides its path, and end. */
-bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
+static bool copy_on_mapping(void *addr, int fd, uint64_t len)
 {
     if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
         return false;
@@ -479,4 +546,13 @@ bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
         specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
                   copy_dry ? "dry" : "live", specx.copy, fd);
     return false;
+}
+
+bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
+{
+    if (!manage_try())
+        return false;
+    bool in_copy = copy_on_mapping(addr, fd, len);
+    manage_end();
+    return in_copy;
 }

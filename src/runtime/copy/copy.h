@@ -1,6 +1,8 @@
 /* The speculative process's life cycle, program side (Fraser & Chang 2003 §4.1, §4.1.2):
  * created at the first stall, re-created ("synchronized") when the program stalls on data it
- * failed to prefetch, killed with its program (exit, exec, second thread). */
+ * failed to prefetch, killed with its program (exit, exec). In a multi-threaded program the
+ * thread that stalls manages the copy, one thread at a time; the copy is a clone of that
+ * thread alone (docs/DESIGN.md §9). */
 #ifndef SPECX_COPY_H
 #define SPECX_COPY_H
 
@@ -36,11 +38,8 @@ bool specx_copy_on_mapping(void *addr, int fd, uint64_t len);
  * control has stopped speculation, and then kills the copy, its memory given back. */
 bool specx_copy_watch_memory(void);
 
-/* Kills and reaps the speculative process, if any (exit, exec, threads). */
+/* Kills and reaps the speculative process, if any (exit, exec), once no other thread of the
+ * program is managing it. */
 void specx_copy_stop(void);
-
-/* Turns speculation off for the rest of this process image, recording why in the slot, and
- * stops the copy. */
-void specx_disable_speculation(enum specx_slot_flag why);
 
 #endif

@@ -22,6 +22,14 @@
 #define SPECX_COPY_IDLE_TICKS 2u
 #define SPECX_COPY_IDLE_TICK_NS (SPECX_COPY_IDLE_CPU_NS / SPECX_COPY_IDLE_TICKS)
 
+/* A copy of one thread of a multi-threaded program may wait for ever: on a lock that a thread
+ * it does not have held at the clone (an allocator's arena, a stdio stream, the program's
+ * own), or for work only such a thread would hand it. Waiting takes no CPU time, so the wall
+ * clock bounds it too: a copy that reaches no I/O for SPECX_COPY_STUCK_NS (stats_layout.h)
+ * while not parked at its horizon ends itself, checked in ticks of half of it. */
+#define SPECX_COPY_STUCK_TICKS 2u
+#define SPECX_COPY_STUCK_TICK_NS (SPECX_COPY_STUCK_NS / SPECX_COPY_STUCK_TICKS)
+
 /* In the copy: it reached I/O (an interposed read, a fault on a covered mapping, a swapped-out
  * page). Async-signal-safe. */
 static inline void specx_copy_active(void)
@@ -29,7 +37,8 @@ static inline void specx_copy_active(void)
     __atomic_fetch_add(&specx.copy_activity, 1, __ATOMIC_RELAXED);
 }
 
-/* In a new copy, before it is sealed: starts the CPU-time clock that ends it when idle. */
+/* In a new copy, before it is sealed: starts the CPU-time and wall clocks that end it when
+ * idle or stuck. */
 void specx_copy_idle_arm(void);
 
 #endif

@@ -46,26 +46,39 @@ static bool record_overlaps(const struct specx_prefetch_record *rec, uint64_t de
     return rec->dev == dev && rec->ino == ino && rec->off < off + len && off < rec->off + rec->len;
 }
 
+/* Moves the horizon's base up to REACHED, never down: another thread may have moved it
+ * further meanwhile. */
+static void move_passed(struct specx_control *ctl, uint32_t reached)
+{
+    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_RELAXED);
+    while (reached > passed && !__atomic_compare_exchange_n(&ctl->passed, &passed, reached, true,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
+
 unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
                            uint64_t len)
 {
     uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
     uint32_t lowest = issued > SPECX_LOG_WINDOW ? issued - SPECX_LOG_WINDOW : 0;
-    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_RELAXED);
+    uint32_t reached = 0;
     unsigned consumed = 0, prefetches = 0;
     for (uint32_t seq = issued; seq-- > lowest;) {
         struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
-        if (rec->seq != seq || rec->consumed || !record_overlaps(rec, dev, ino, off, len))
+        if (rec->seq != seq || __atomic_load_n(&rec->consumed, __ATOMIC_RELAXED) ||
+            !record_overlaps(rec, dev, ino, off, len))
             continue;
-        rec->consumed = 1;
+        /* Threads of the program consume at once: each record is counted by one of them. */
+        if (__atomic_exchange_n(&rec->consumed, 1, __ATOMIC_RELAXED))
+            continue;
         consumed++;
         prefetches += !rec->dry;
         /* The program reached this prefetch: the ones issued before it are behind it too. */
-        if (seq + 1 > passed)
-            passed = seq + 1;
+        if (seq + 1 > reached)
+            reached = seq + 1;
     }
     if (consumed) {
-        __atomic_store_n(&ctl->passed, passed, __ATOMIC_RELEASE);
+        move_passed(ctl, reached);
         if (__atomic_load_n(&ctl->parked, __ATOMIC_ACQUIRE))
             futex_wake(&ctl->passed);
     }

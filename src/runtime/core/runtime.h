@@ -21,11 +21,12 @@ struct specx_control;
 
 struct specx_state {
     enum specx_role role;
-    bool spec_allowed;   /* may this process speculate (not disabled, single-threaded, ...) */
+    bool spec_allowed;   /* may this process speculate (not disabled, sandbox ready, ...) */
     bool verbose;
     bool memory_control; /* the §6.1 control may stop speculation (copy/memory_watch.h) */
     pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
     pid_t copy;          /* its speculative process (its copy), 0 if none */
+    pid_t manager;       /* the thread managing the copy now (copy/copy.c), 0 if none */
     pid_t dying[8];      /* killed speculative processes not reaped yet (0: free) */
     uint32_t issued_at_start; /* prefetch log position when the current child started */
     unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */

@@ -42,6 +42,7 @@ void specx_start_process(void)
         specx_stats_release(specx.slot);
     specx.pid = getpid();
     specx.copy = 0;
+    specx.manager = 0; /* in a forked child, the manager may have been a thread it lost */
     memset(specx.dying, 0, sizeof specx.dying);
     specx.ctl = NULL;
     specx.slot = specx_stats_claim();

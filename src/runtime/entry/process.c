@@ -1,9 +1,7 @@
 /* The program's process life cycle as it concerns its copy: libspecx.so's start (reads the
  * environment `specx run` prepared, claims the statistics slot) and end (stops the copy before
  * the program is gone); a forked child is a new program with its own statistics and, later,
- * its own copy; an exec ends the image (kill and reap the copy first: it would survive exec); a
- * second thread ends speculation (a clone of one thread of a multi-threaded program could
- * deadlock on locks other threads hold, so we do not try). */
+ * its own copy; an exec ends the image (kill and reap the copy first: it would survive exec). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -69,14 +67,6 @@ static void on_fork_child(void)
 __attribute__((constructor)) static void register_fork_handler(void)
 {
     pthread_atfork(NULL, NULL, on_fork_child);
-}
-
-EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                          void *(*start)(void *), void *arg)
-{
-    if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed)
-        specx_disable_speculation(SPECX_SLOT_THREADED);
-    return REAL(pthread_create)(thread, attr, start, arg);
 }
 
 /* Only the process that owns the state acts: a vfork child shares it but is not it. */

@@ -29,7 +29,8 @@
 #define HITS_BEFORE_TIMING_ONLY 64u
 
 /* Per-descriptor readahead state we set, tagged with the file so a reused descriptor
- * number starts afresh. */
+ * number starts afresh. Threads reading one descriptor race on it harmlessly: the worst is
+ * one advice too many or too few, which changes how the kernel reads ahead, never what. */
 struct fd_advice {
     uint64_t dev, ino;
     uint8_t hits;
@@ -43,9 +44,10 @@ static struct fd_advice advice[ADVISED_FDS];
 static __thread bool busy;
 /* Cached reads in a row, process-wide (threads race on it harmlessly: it is a heuristic). */
 static unsigned hits_in_a_row;
-/* The descriptor whose last read waited for pages in flight (-1: none): its next read is
- * where a copy can start with the data the program has just received (after_wait). */
-static int waited_fd = -1;
+/* The descriptor whose last read by this thread waited for pages in flight (-1: none): its
+ * next read is where a copy can start with the data the thread has just received
+ * (after_wait). */
+static __thread int waited_fd = -1;
 
 static uint64_t iov_total(const struct iovec *iov, int iovcnt)
 {

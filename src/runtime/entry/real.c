@@ -43,7 +43,6 @@ void specx_resolve_real(void)
     RESOLVE(execvp, "execvp");
     RESOLVE(execvpe, "execvpe");
     RESOLVE(fexecve, "fexecve");
-    RESOLVE(pthread_create, "pthread_create");
     RESOLVE(mmap, "mmap");
     RESOLVE(mmap64, "mmap64");
     RESOLVE(madvise, "madvise");

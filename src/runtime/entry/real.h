@@ -5,7 +5,6 @@
 #ifndef SPECX_REAL_H
 #define SPECX_REAL_H
 
-#include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -48,7 +47,6 @@ struct specx_real {
     int (*execvp)(const char *, char *const[]);
     int (*execvpe)(const char *, char *const[], char *const[]);
     int (*fexecve)(int, char *const[], char *const[]);
-    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*madvise)(void *, size_t, int);
