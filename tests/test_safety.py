@@ -158,15 +158,22 @@ def assert_same(env, argv, during=None, need_speculation=True, options=()):
     return plain, session
 
 
-def script_for(env, text):
+def script_for(env, text, threads=False):
+    """opvm on TEXT; with THREADS, run by a second thread beside one that keeps taking the
+    allocator's and stdout's locks (opvm.c): copies are then of one thread of three."""
     path = env["top"] / "script.ops"
     path.write_text(text.replace("@DATA@", str(env["mnt"])))
-    return [str(OPVM), str(path)]
+    return [str(OPVM), *(["--threads"] if threads else []), str(path)]
 
 
+# Every script also runs multi-threaded.
+THREADS = pytest.mark.parametrize("threads", [False, True], ids=["one-thread", "threads"])
+
+
+@THREADS
 @pytest.mark.parametrize("case", CORPUS, ids=[p.stem for p in CORPUS])
-def test_corpus_program_behaves_the_same(env, case):
-    plain, _ = assert_same(env, script_for(env, case.read_text()))
+def test_corpus_program_behaves_the_same(env, case, threads):
+    plain, _ = assert_same(env, script_for(env, case.read_text(), threads))
     assert "unknown operation" not in plain.stderr
 
 
@@ -240,9 +247,10 @@ def generate(seed):
     return "\n".join(lines) + "\n"
 
 
+@THREADS
 @pytest.mark.parametrize("seed", SEEDS)
-def test_generated_program_behaves_the_same(env, seed):
-    assert_same(env, script_for(env, generate(seed)))
+def test_generated_program_behaves_the_same(env, seed, threads):
+    assert_same(env, script_for(env, generate(seed), threads))
 
 
 # --- chaos: speculative processes killed at random moments -----------------------------------
@@ -281,10 +289,11 @@ CHAOS_CASES = [(p.stem, p.read_text()) for p in CORPUS] + [
     (f"seed{seed}", generate(1000 + seed)) for seed in (range(200) if LONG else range(20))]
 
 
+@THREADS
 @pytest.mark.parametrize("name,text", CHAOS_CASES, ids=[name for name, _ in CHAOS_CASES])
-def test_killed_speculation_changes_nothing(env, name, text):
+def test_killed_speculation_changes_nothing(env, name, text, threads):
     # Killing may happen before a copy exists: whether one was created is up to the timing.
-    _, session = assert_same(env, script_for(env, text), during=killer(name),
+    _, session = assert_same(env, script_for(env, text, threads), during=killer(name),
                              need_speculation=False)
     # Speculative copies die with the program (SIGKILL on parent death) and are reaped; at
     # SCHED_IDLE on a busy machine that may take a moment.

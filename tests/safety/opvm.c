@@ -4,16 +4,23 @@
  * and without `specx run` and requires byte-identical results: whatever the speculative copy
  * of opvm does while opvm waits for its reads must stay invisible (paper §4.1.1).
  *
- * Usage: opvm SCRIPT. Every operation prints one line "N OP: result" to stdout. Lines starting
- * with '#' are comments. Arguments are separated by blanks; `shell` and `spawn` take the rest
- * of the line. See ops[] for the operations. */
+ * Usage: opvm [--threads] SCRIPT. Every operation prints one line "N OP: result" to stdout.
+ * Lines starting with '#' are comments. Arguments are separated by blanks; `shell` and `spawn`
+ * take the rest of the line. See ops[] for the operations.
+ *
+ * With --threads the script runs in a second thread while a third keeps taking the allocator's
+ * lock and stdout's (a copy of the script's thread then often starts with a lock held by a
+ * thread it does not have), and the main thread waits: the same results, now from a
+ * multi-threaded program. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,22 +570,70 @@ static void run_line(char *line)
     exit(2);
 }
 
-int main(int argc, char **argv)
+static void *run_script(void *arg)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: opvm SCRIPT\n");
-        return 2;
-    }
-    FILE *script = fopen(argv[1], "r");
-    if (!script) {
-        fprintf(stderr, "opvm: %s: %s\n", argv[1], strerror(errno));
-        return 2;
-    }
+    FILE *script = arg;
     char line[4096];
     while (fgets(line, sizeof line, script)) {
         line_no++;
         run_line(line);
     }
     fclose(script);
+    return NULL;
+}
+
+static int script_done;
+
+static void pause_us(long us)
+{
+    struct timespec t = { 0, us * 1000 };
+    nanosleep(&t, NULL);
+}
+
+/* Holds the allocator's lock and stdout's now and then, printing nothing. */
+static void *hold_locks(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&script_done, __ATOMIC_ACQUIRE)) {
+        flockfile(stdout);
+        for (int i = 0; i < 16; i++)
+            free(malloc(64 + 512 * (size_t)i));
+        pause_us(100);
+        funlockfile(stdout);
+        pause_us(400);
+    }
+    return NULL;
+}
+
+static int run_threaded(FILE *script)
+{
+    pthread_t worker, holder;
+    if (pthread_create(&holder, NULL, hold_locks, NULL) != 0 ||
+        pthread_create(&worker, NULL, run_script, script) != 0) {
+        fprintf(stderr, "opvm: cannot start threads\n");
+        return 2;
+    }
+    pthread_join(worker, NULL);
+    __atomic_store_n(&script_done, 1, __ATOMIC_RELEASE);
+    pthread_join(holder, NULL);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bool threads = argc == 3 && strcmp(argv[1], "--threads") == 0;
+    if (argc != 2 + threads) {
+        fprintf(stderr, "usage: opvm [--threads] SCRIPT\n");
+        return 2;
+    }
+    const char *path = argv[1 + threads];
+    FILE *script = fopen(path, "r");
+    if (!script) {
+        fprintf(stderr, "opvm: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    if (threads)
+        return run_threaded(script);
+    run_script(script);
     return 0;
 }
