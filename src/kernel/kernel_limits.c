@@ -7,8 +7,8 @@
 #include <sys/sysmacros.h>
 
 /* Reads the number in file PATH (formatted with the device's numbers); 0 if none. The
- * speculative process is a clone of a single-threaded program: snprintf holds no lock
- * another thread could have taken. */
+ * speculative process may be a clone of one thread of several: snprintf of integers into a
+ * buffer takes no lock and allocates nothing, so no lock a lost thread held can stop it. */
 static uint64_t number_in(const char *format, dev_t dev)
 {
     char path[128];
