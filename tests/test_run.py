@@ -100,6 +100,27 @@ def test_a_static_binary_is_reported_as_not_served(specx, tmp_path):
     assert report["mechanism"] == "preload" and report["not_served_because"] is None
 
 
+@pytest.mark.root
+def test_a_static_program_is_watched_from_outside(specx, tmp_path, cold_tree):
+    """Not served, but its reads of cold files are seen by sampling /proc (run_sampler.h): the
+    report says how much there was to hide, and the program's output is its own."""
+    treesum = BUILD / "bench" / "programs" / "treesum-static"
+    if not treesum.exists():
+        pytest.skip("treesum-static was not built (no static C library here)")
+    directory = cold_tree[0].parent
+    plain = subprocess.run([treesum, directory], capture_output=True, text=True, timeout=60)
+    drop_caches()
+    proc, report = run_json(tmp_path, treesum, directory, options=["--report"])
+    assert (proc.returncode, proc.stdout) == (0, plain.stdout)
+    assert report["mechanism"] is None
+    seen = report["seen_from_outside"]
+    # 40 files behind 12 ms accesses; a loaded machine may delay the sampler (nice 19).
+    assert seen["blocked_reads"] >= 1 and seen["blocked_s"] > 0
+    assert "reads of files it was seen blocked in" in proc.stderr
+    dynamic, report = run_json(tmp_path, "true")
+    assert report["seen_from_outside"] is None
+
+
 def test_a_go_program_is_reported_as_not_served(specx, tmp_path):
     if not shutil.which("restic"):
         pytest.skip("no Go program here (restic is not installed: scripts/ensure-deps)")

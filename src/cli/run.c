@@ -273,10 +273,16 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
         ;
     close(pipefd[0]);
+    /* The runtime cannot enter a static or Go program: watch it from outside instead. */
+    struct run_sampler sampler;
+    bool sampling = n == 0 && (r->kind == ELF_STATIC || r->kind == ELF_GO) &&
+                    run_sampler_start(&sampler, pid);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     r->elapsed_ns = specx_now_ns() - t0;
+    if (sampling)
+        r->outside = run_sampler_stop(&sampler);
     command_pid = 0;
     if (n == (ssize_t)sizeof err) {
         *failure = exec_failure(argv[0], err);

@@ -160,6 +160,17 @@ static void print_why_not(FILE *out, const struct run_result *r)
     print_wrapped(out, "  speculation stopped: ", why);
 }
 
+/* What sampling from outside saw of a command the runtime could not enter: how much there
+ * was to hide (run_sampler.h). */
+static void print_outside_view(FILE *out, const struct outside_view *v)
+{
+    if (!v->sampled)
+        return;
+    fprintf(out, "  %-40s %12" PRIu64 "  %.3f s, sampled every %.0f ms from outside\n\n",
+            "reads of files it was seen blocked in", v->blocked_reads, seconds(v->blocked_ns),
+            (double)RUN_SAMPLE_PERIOD_NS / 1e6);
+}
+
 void run_report_table(FILE *out, const struct run_result *r)
 {
     const char *why;
@@ -177,6 +188,7 @@ void run_report_table(FILE *out, const struct run_result *r)
         fprintf(out, "  served by the preload runtime (libspecx.so)\n\n");
     else
         print_wrapped(out, "  not served: ", why);
+    print_outside_view(out, &r->outside);
     fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
     fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "I/O stalls of normal execution",
             t->stalls + t->inflight_waits, seconds(t->stall_ns + t->inflight_wait_ns));
@@ -312,6 +324,14 @@ void run_report_json(FILE *out, const struct run_result *r)
     specx_json_string(out, served_by);
     fprintf(out, ",\n  \"not_served_because\": ");
     specx_json_string(out, why);
+    fprintf(out, ",\n  \"seen_from_outside\": ");
+    if (r->outside.sampled)
+        fprintf(out, "{\"sample_period_s\": %.3f, \"samples\": %" PRIu64
+                ", \"blocked_reads\": %" PRIu64 ", \"blocked_s\": %.6f}",
+                (double)RUN_SAMPLE_PERIOD_NS / 1e9, r->outside.samples,
+                r->outside.blocked_reads, seconds(r->outside.blocked_ns));
+    else
+        fprintf(out, "null");
     fprintf(out, ",\n");
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);

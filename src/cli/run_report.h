@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "elf_kind.h"
+#include "run_sampler.h"
 #include "run_stats.h"
 
 struct run_result {
@@ -20,6 +21,7 @@ struct run_result {
     bool memory_control;   /* false with --no-memory-control */
     enum elf_kind kind;    /* what the command's executable is (elf_kind.h) */
     struct run_stats stats;
+    struct outside_view outside; /* a command the runtime cannot enter, sampled */
 };
 
 void run_report_table(FILE *out, const struct run_result *r);

@@ -1,0 +1,83 @@
+/* See run_sampler.h. */
+#include "run_sampler.h"
+
+#include <errno.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blocked_reads.h"
+#include "clock.h"
+
+#define MAX_THREADS 256
+
+struct blocked_set {
+    struct specx_blocked_read r[MAX_THREADS];
+    int n;
+};
+
+static bool was_blocked(const struct blocked_set *before, struct specx_blocked_read r)
+{
+    for (int i = 0; i < before->n; i++)
+        if (before->r[i].tid == r.tid && before->r[i].fd == r.fd &&
+            before->r[i].ino == r.ino && before->r[i].off == r.off)
+            return true;
+    return false;
+}
+
+/* Folds one sample taken ELAPSED after the last into the view. */
+static void count_sample(struct outside_view *v, const struct blocked_set *before,
+                         const struct blocked_set *now, uint64_t elapsed)
+{
+    v->samples++;
+    for (int i = 0; i < now->n; i++) {
+        if (!was_blocked(before, now->r[i]))
+            v->blocked_reads++;
+        v->blocked_ns += elapsed;
+    }
+}
+
+static void *sample(void *arg)
+{
+    struct run_sampler *s = arg;
+    /* The sampler must not take CPU time from the command it watches. */
+    setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+    struct blocked_set sets[2] = { { .n = 0 }, { .n = 0 } };
+    struct blocked_set *before = &sets[0], *now = &sets[1];
+    uint64_t last = specx_now_ns();
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        next.tv_nsec += (long)RUN_SAMPLE_PERIOD_NS;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_nsec -= 1000000000L;
+            next.tv_sec++;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+            ;
+        int n = specx_blocked_reads(s->pid, now->r, MAX_THREADS);
+        if (n < 0)
+            break; /* the command is gone */
+        now->n = n;
+        uint64_t t = specx_now_ns();
+        count_sample(&s->view, before, now, t - last);
+        last = t;
+        struct blocked_set *swap = before;
+        before = now;
+        now = swap;
+    }
+    return NULL;
+}
+
+bool run_sampler_start(struct run_sampler *s, pid_t pid)
+{
+    *s = (struct run_sampler){ .pid = pid, .view = { .sampled = true } };
+    return pthread_create(&s->thread, NULL, sample, s) == 0;
+}
+
+struct outside_view run_sampler_stop(struct run_sampler *s)
+{
+    __atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
+    pthread_join(s->thread, NULL);
+    return s->view;
+}

@@ -1,0 +1,26 @@
+/* Threads of a process blocked in reads of regular files, seen from outside through /proc: what
+ * a program the preload runtime cannot enter (static, Go) waits for, and the trigger a
+ * supervisor would use (docs/DESIGN.md §9.1). A sampler, not a hook: nothing is installed in
+ * the process, which runs exactly as without specx. */
+#ifndef SPECX_KERNEL_BLOCKED_READS_H
+#define SPECX_KERNEL_BLOCKED_READS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One thread blocked in a read-family system call on a regular file: which thread, which
+ * file, where (the call's offset, or the descriptor's for read and readv). */
+struct specx_blocked_read {
+    pid_t tid;
+    int fd;
+    uint64_t ino, off;
+};
+
+/* Fills OUT (room for MAX) with the threads of PID that are blocked now in read, pread64,
+ * readv, preadv or preadv2 on a regular file. Returns how many, or -1 with errno if PID is gone.
+ * A thread whose /proc/PID/task/TID/syscall may not be read (it takes the right to trace PID)
+ * counts as not blocked. */
+int specx_blocked_reads(pid_t pid, struct specx_blocked_read *out, size_t max);
+
+#endif
