@@ -1,4 +1,4 @@
-/* The idle limit of a speculative process: see copy_idle.h. */
+/* The idle and stuck limits of a speculative process: see copy_idle.h. */
 #include "copy/copy_idle.h"
 
 #include <signal.h>
@@ -12,39 +12,42 @@
 #define IDLE_SIGNAL (SIGRTMAX - 1)
 #define STUCK_SIGNAL (SIGRTMAX - 3)
 
-static uint64_t activity_at_last_tick;
-static unsigned idle_ticks;
+/* Ticks of one clock in a row in which the copy reached no I/O. */
+struct quiet_count {
+    uint64_t activity; /* specx.copy_activity at the last tick */
+    unsigned ticks;
+};
 
-static void on_tick(int sig)
+/* Counts a tick of C; true once LIMIT ticks in a row passed without I/O. An EXCUSED tick (the
+ * copy is waiting for the program, as it should) counts as activity. Async-signal-safe. */
+static bool quiet_for(struct quiet_count *c, bool excused, unsigned limit)
+{
+    uint64_t now = __atomic_load_n(&specx.copy_activity, __ATOMIC_RELAXED);
+    if (now != c->activity || excused) {
+        c->activity = now;
+        c->ticks = 0;
+        return false;
+    }
+    return ++c->ticks >= limit;
+}
+
+static struct quiet_count cpu_quiet, wall_quiet;
+
+static void on_cpu_tick(int sig)
 {
     (void)sig;
-    uint64_t now = __atomic_load_n(&specx.copy_activity, __ATOMIC_RELAXED);
-    if (now != activity_at_last_tick) {
-        activity_at_last_tick = now;
-        idle_ticks = 0;
-        return;
-    }
-    if (++idle_ticks >= SPECX_COPY_IDLE_TICKS) {
+    if (quiet_for(&cpu_quiet, false, SPECX_COPY_IDLE_TICKS)) {
         SPECX_COUNT(spec_idle_ended, 1);
         specx_copy_end_itself();
     }
 }
 
-static uint64_t activity_at_last_wall_tick;
-static unsigned stuck_ticks;
-
-/* Parked at its horizon the copy waits for the program, as it should: that is not stuck. */
+/* Parked at its horizon the copy waits for the program: that is not stuck. */
 static void on_wall_tick(int sig)
 {
     (void)sig;
-    uint64_t now = __atomic_load_n(&specx.copy_activity, __ATOMIC_RELAXED);
     bool parked = __atomic_load_n(&specx.ctl->parked, __ATOMIC_RELAXED);
-    if (now != activity_at_last_wall_tick || parked) {
-        activity_at_last_wall_tick = now;
-        stuck_ticks = 0;
-        return;
-    }
-    if (++stuck_ticks >= SPECX_COPY_STUCK_TICKS) {
+    if (quiet_for(&wall_quiet, parked, SPECX_COPY_STUCK_TICKS)) {
         SPECX_COUNT(spec_stuck_ended, 1);
         specx_copy_end_itself();
     }
@@ -52,6 +55,6 @@ static void on_wall_tick(int sig)
 
 void specx_copy_idle_arm(void)
 {
-    specx_copy_every(CLOCK_PROCESS_CPUTIME_ID, IDLE_SIGNAL, on_tick, SPECX_COPY_IDLE_TICK_NS);
+    specx_copy_every(CLOCK_PROCESS_CPUTIME_ID, IDLE_SIGNAL, on_cpu_tick, SPECX_COPY_IDLE_TICK_NS);
     specx_copy_every(CLOCK_MONOTONIC, STUCK_SIGNAL, on_wall_tick, SPECX_COPY_STUCK_TICK_NS);
 }
