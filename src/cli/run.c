@@ -273,8 +273,9 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
         ;
     close(pipefd[0]);
-    /* The runtime cannot enter a static or Go program: watch it from outside instead. */
-    struct run_sampler sampler;
+    /* The runtime cannot enter a static or Go program: watch it from outside instead. Static:
+     * a sampler stuck in a file system is left behind still pointing at it. */
+    static struct run_sampler sampler;
     bool sampling = n == 0 && (r->kind == ELF_STATIC || r->kind == ELF_GO) &&
                     run_sampler_start(&sampler, pid);
     int status;

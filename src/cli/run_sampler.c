@@ -60,7 +60,9 @@ static void *sample(void *arg)
             break; /* the command is gone */
         now->n = n;
         uint64_t t = specx_now_ns();
+        pthread_mutex_lock(&s->lock);
         count_sample(&s->view, before, now, t - last);
+        pthread_mutex_unlock(&s->lock);
         last = t;
         struct blocked_set *swap = before;
         before = now;
@@ -71,13 +73,21 @@ static void *sample(void *arg)
 
 bool run_sampler_start(struct run_sampler *s, pid_t pid)
 {
-    *s = (struct run_sampler){ .pid = pid, .view = { .sampled = true } };
+    *s = (struct run_sampler){ .pid = pid, .lock = PTHREAD_MUTEX_INITIALIZER,
+                               .view = { .sampled = true } };
     return pthread_create(&s->thread, NULL, sample, s) == 0;
 }
 
 struct outside_view run_sampler_stop(struct run_sampler *s)
 {
     __atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
-    pthread_join(s->thread, NULL);
-    return s->view;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 1;
+    if (pthread_timedjoin_np(s->thread, NULL, &deadline) != 0)
+        pthread_detach(s->thread);
+    pthread_mutex_lock(&s->lock);
+    struct outside_view v = s->view;
+    pthread_mutex_unlock(&s->lock);
+    return v;
 }

@@ -2,7 +2,6 @@
 #include "blocked_reads.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

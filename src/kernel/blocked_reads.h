@@ -20,7 +20,8 @@ struct specx_blocked_read {
 /* Fills OUT (room for MAX) with the threads of PID that are blocked now in read, pread64,
  * readv, preadv or preadv2 on a regular file. Returns how many, or -1 with errno if PID is gone.
  * A thread whose /proc/PID/task/TID/syscall may not be read (it takes the right to trace PID)
- * counts as not blocked. */
+ * counts as not blocked. Telling a regular file takes a stat(2) of it, which on FUSE may ask
+ * the file system's server and wait for its answer. */
 int specx_blocked_reads(pid_t pid, struct specx_blocked_read *out, size_t max);
 
 #endif
