@@ -373,6 +373,35 @@ def evict(*paths):
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
+@pytest.fixture(scope="module")
+def many_cold_files(tmp_path_factory):
+    """300 small files behind a slow device: a copy that opens them spends seconds in the
+    sandbox's open trap."""
+    base = tmp_path_factory.mktemp("many")
+    backing = base / "backing"
+    backing.mkdir()
+    for i in range(300):
+        (backing / f"f{i:03d}").write_bytes(os.urandom(2000))
+    with slowfs_mount(backing, base / "mnt", "--preset", "paper2003") as mnt:
+        yield sorted(mnt.iterdir())
+
+
+@pytest.mark.root
+def test_a_copy_is_not_killed_by_its_own_timer_inside_the_open_trap(specx, tmp_path,
+                                                                   many_cold_files):
+    """Every open in a copy runs the sandbox's SIGSYS handler (two round trips to slowfs); the
+    copy's memory watch opens a file on a timer. A tick inside the handler trapped again with
+    SIGSYS blocked, and the kernel killed the copy (seen: a Python pool's live copies). The
+    pool's copy opens file after file, each read ahead of the program."""
+    marker = f"specx-test-{uuid.uuid4().hex}"
+    drop_caches()
+    with copies_get_cpu(marker):
+        proc, report = run_json(tmp_path, *python(THREADED_READ + f"# {marker}\n",
+                                                  *many_cold_files), options=["--verbose"])
+    assert proc.returncode == 0
+    assert "Bad system call" not in proc.stderr, proc.stderr[-2000:]
+
+
 @pytest.mark.root
 def test_a_copy_waiting_on_a_lost_threads_lock_ends_itself(specx, tmp_path, cold_tree):
     """The copy of a thread that stalls, then takes a lock another thread holds: the holder is

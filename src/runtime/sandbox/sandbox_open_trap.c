@@ -108,6 +108,12 @@ int specx_open_trap_install(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigsys;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    /* Nothing may interrupt the handler: SIGSYS is blocked while it runs, and the kernel kills
+     * a process whose seccomp trap finds SIGSYS blocked. A handler that opened a file in there
+     * (the copy's own memory watch reads /proc/self/smaps_rollup on a timer) killed the copy
+     * that way (seen: live copies of a Python pool ending by SIGSYS after hundreds of opens,
+     * each of which runs this handler for two file-system round trips). */
+    sigfillset(&sa.sa_mask);
     sigset_t sigsys;
     sigemptyset(&sigsys);
     sigaddset(&sigsys, SIGSYS);
