@@ -26,7 +26,8 @@
  * it does not have held at the clone (an allocator's arena, a stdio stream, the program's
  * own), or for work only such a thread would hand it. Waiting takes no CPU time, so the wall
  * clock bounds it too: a copy that reaches no I/O for SPECX_COPY_STUCK_NS (stats_layout.h)
- * while not parked at its horizon ends itself, checked in ticks of half of it. */
+ * while not parked at its horizon ends itself, checked in ticks of half of it. One that only
+ * sleeps as its program does ends too; the program's next stall makes a new one. */
 #define SPECX_COPY_STUCK_TICKS 2u
 #define SPECX_COPY_STUCK_TICK_NS (SPECX_COPY_STUCK_NS / SPECX_COPY_STUCK_TICKS)
 
