@@ -427,8 +427,10 @@ def test_a_copy_waiting_on_a_lost_threads_lock_ends_itself(specx, tmp_path, cold
     with copies_get_cpu(marker):
         proc, report = run_json(tmp_path, *python(code + f"# {marker}\n", *cold_tree[:2]))
     assert (proc.returncode, proc.stdout) == (0, "got it\n")
+    # Usually one copy, made at the second read; on a loaded machine a slow cached read may end
+    # the timed run earlier and the first read make one too, which the second replaces.
     total = report["total"]
-    assert total["spec_created"] == 1 and total["spec_stuck_ended"] == 1
+    assert total["spec_created"] >= 1 and total["spec_stuck_ended"] == 1
     assert_no_process_with(marker)
 
 
