@@ -290,6 +290,9 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
     assert all(m["outputs_identical"] for m in summary.values())
     left = swaps() - before_swaps - swaps_of_others()
     assert left == set() and share_groups() == before_groups
+    # Its record directory goes with its last record, unless another benchmark keeps one.
+    records = pathlib.Path(swapspace.RECORD_DIR)
+    assert not records.exists() or any(records.glob("swap-*.json"))
 
 
 # ---- --follow: someone else's rotation ----

@@ -196,6 +196,9 @@ def remove(space):
             os.unlink(space.path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(_record_path(space))
+    # The directory goes with its last record (another harness's keeps it).
+    with contextlib.suppress(OSError):
+        os.rmdir(RECORD_DIR)
 
 
 def remove_stale():
