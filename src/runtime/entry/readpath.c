@@ -39,15 +39,21 @@ struct fd_advice {
 };
 static struct fd_advice advice[ADVISED_FDS];
 
+/* Per-thread state of the read path, read at every read. libspecx.so is loaded with the
+ * program (LD_PRELOAD), so its thread-local variables can live in the static TLS block: an
+ * access is one %fs-relative load, where the default model for a shared object calls
+ * __tls_get_addr (twice per read for `busy` alone). */
+#define READ_PATH_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* Our own syscalls must not leak into errno, and a read from a signal handler that
  * interrupts this code passes straight through. */
-static __thread bool busy;
+static READ_PATH_TLS bool busy;
 /* Cached reads in a row, process-wide (threads race on it harmlessly: it is a heuristic). */
 static unsigned hits_in_a_row;
 /* The descriptor whose last read by this thread waited for pages in flight (-1: none): its
  * next read is where a copy can start with the data the thread has just received
  * (after_wait). */
-static __thread int waited_fd = -1;
+static READ_PATH_TLS int waited_fd = -1;
 
 static uint64_t iov_total(const struct iovec *iov, int iovcnt)
 {
