@@ -309,7 +309,7 @@ static bool clone_speculative(void)
     if (pid < 0)
         return false;
     specx.copy = (pid_t)pid;
-    copy_thread = gettid();
+    copy_thread = specx.manager; /* this thread: only the manager clones */
     copy_start = specx_copy_start_time(specx.copy);
     copy_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
@@ -448,7 +448,7 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
             return false;
         /* Another thread's stall says nothing of the copy's path: threads of a pool or a
          * parallel walk take turns at one queue, and the copy runs on through all of it. */
-        if (sync && gettid() != copy_thread && !(copy_dry && dry_copy_earned_trust()))
+        if (sync && specx.manager != copy_thread && !(copy_dry && dry_copy_earned_trust()))
             return false;
         judge_copy(on_track);
     }
