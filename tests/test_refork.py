@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, copies_get_cpu, run_specx, slowfs_mount
+from conftest import BUILD, copies_get_cpu, evict, run_specx, slowfs_mount
 
 REFORK = BUILD / "bench" / "programs" / "refork"
 MEM_MIB = 64
@@ -18,15 +18,6 @@ PAGES = MEM_MIB << 8
 # A copy that sees the program's memory predicts every read (the copy runs ahead up to the
 # horizon, 64, and parks there: it is alive when the program rewrites its memory).
 PROGRAM = [REFORK, "--mem", MEM_MIB, "--reads", 60, "--follow-memory", "--write"]
-
-
-def evict(path):
-    """Cold again, without touching the rest of the page cache."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture(scope="module")

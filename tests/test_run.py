@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from conftest import (BUILD, SPECX as SPECX_CMD, copies_get_cpu, drop_caches, run_specx,
+from conftest import (BUILD, SPECX as SPECX_CMD, copies_get_cpu, drop_caches, evict, run_specx,
                       slowfs_mount)
 
 PY = sys.executable  # the interpreter itself, not a launcher script that forks and execs
@@ -365,12 +365,6 @@ def test_a_threaded_reader_speculates_and_reads_the_same(specx, tmp_path, cold_t
     assert "threaded" in total["flags"]
     assert total["spec_created"] >= 1 and total["spec_failed"] == 0
     assert_no_process_with(marker)
-
-
-def evict(*paths):
-    for path in paths:
-        with open(path, "rb") as f:
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, LONG, SPECX, slowfs_mount
+from conftest import BUILD, LONG, SPECX, evict, slowfs_mount
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = sorted((REPO / "tests" / "safety" / "corpus").glob("*.ops"))
@@ -86,10 +86,7 @@ def env():
 
 def make_cold(mnt):
     """Evicts the data files from the page cache: every first read stalls on the slow device."""
-    for path in [*(mnt / n for n in DATA_FILES), *(mnt / "sub").iterdir(), mnt / "lookup.db"]:
-        fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
+    evict(*(mnt / n for n in DATA_FILES), *(mnt / "sub").iterdir(), mnt / "lookup.db")
 
 
 def tree_digest(root):
