@@ -9,12 +9,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include "run_env.h"
 #include "run_report.h"
 #include "run_stats.h"
+#include "supervisor.h"
 #include "util.h"
 
 struct options {
@@ -37,6 +40,7 @@ struct options {
     bool verbose;
     const char *refork; /* "basic" or "fast" (--refork, or implied by --cow); NULL: default */
     const char *cow;    /* "basic" or "one-way" as given */
+    const char *backend; /* "auto", "preload" or "trace" */
 };
 
 static void usage(FILE *out)
@@ -65,6 +69,11 @@ static void usage(FILE *out)
         "      --cow=basic|one-way\n"
         "                    copy-on-write between the program and its copy: both ways\n"
         "                    (basic, with --refork=basic) or one way (with --refork=fast)\n"
+        "      --backend=auto|preload|trace\n"
+        "                    which mechanism speculates: the preload runtime inside the\n"
+        "                    program, or a supervisor outside it (trace) that clones the\n"
+        "                    program's stalled threads; auto (the default) takes trace for\n"
+        "                    statically linked and Go programs, preload for the rest\n"
         "  -v, --verbose     the runtime reports speculation events on stderr\n"
         "  -h, --help        show this help\n"
         "  -V, --version     show the version\n"
@@ -77,6 +86,13 @@ static const char *refork_mode(const char *arg)
 {
     if (strcmp(arg, "basic") != 0 && strcmp(arg, "fast") != 0)
         specx_die(2, "invalid refork mode '%s' (expected basic or fast)", arg);
+    return arg;
+}
+
+static const char *backend_name(const char *arg)
+{
+    if (strcmp(arg, "auto") != 0 && strcmp(arg, "preload") != 0 && strcmp(arg, "trace") != 0)
+        specx_die(2, "invalid backend '%s' (expected auto, preload or trace)", arg);
     return arg;
 }
 
@@ -109,11 +125,11 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "no-spec", no_argument, NULL, 'n' },  { "horizon", required_argument, NULL, 'H' },
         { "verbose", no_argument, NULL, 'v' },  { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },  { "refork", required_argument, NULL, 'R' },
-        { "cow", required_argument, NULL, 'C' },
+        { "cow", required_argument, NULL, 'C' }, { "backend", required_argument, NULL, 'B' },
         { "no-memory-control", no_argument, NULL, 'M' }, { NULL, 0, NULL, 0 },
     };
     *o = (struct options){ .speculation = true, .memory_control = true,
-                           .horizon = SPECX_HORIZON_DEFAULT };
+                           .horizon = SPECX_HORIZON_DEFAULT, .backend = "auto" };
     int c;
     uint64_t v;
     /* '+': options end at COMMAND, whose own options are its business; ':': errors are ours
@@ -136,6 +152,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'R': o->refork = refork_mode(optarg); break;
         case 'C': o->cow = cow_mode(optarg); break;
+        case 'B': o->backend = backend_name(optarg); break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("specx run %s\n", SPECX_VERSION); exit(0);
         case ':':
@@ -169,7 +186,8 @@ static void set_preload(const char *lib)
     setenv("LD_PRELOAD", both, 1);
 }
 
-/* STATS: where the runtime keeps its counters, or NULL when nobody will read them. */
+/* STATS: where the runtime keeps its counters, or NULL when nobody will read them. LIB:
+ * the runtime to preload, or NULL (--backend=trace: the supervisor alone speculates). */
 static void prepare_environment(const struct options *o, const char *lib, const char *stats)
 {
     char horizon[16];
@@ -177,7 +195,8 @@ static void prepare_environment(const struct options *o, const char *lib, const 
     /* The dispatcher's variables are for specx's own components, not the command. */
     unsetenv(SPECX_EXE_ENV);
     unsetenv(SPECX_PATH_ENV);
-    set_preload(lib);
+    if (lib)
+        set_preload(lib);
     if (stats)
         setenv(SPECX_STATS_ENV, stats, 1);
     else
@@ -249,6 +268,42 @@ static int become_command(char **argv, const struct options *o, const char *lib)
     return exec_failure(argv[0], errno);
 }
 
+/* Watches the started command from outside: with the supervisor (which speculates) when
+ * SUPERVISE, else with the sampler alone. False if no thread could be started. */
+static struct supervisor sup;
+
+/* Waits for the command to end and returns its wait status. A thread of specx run may be
+ * tracing a thread of the command (the supervisor), and a wait of its real parent's process
+ * would then take the tracer's stops (wait(2) treats a tracee of the parent's own process as
+ * traced by the waiter): so the end is awaited on a pidfd, which is readable only once the
+ * whole command has exited, and only then is it reaped. */
+static int wait_command(pid_t pid)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+    while (pidfd >= 0 && poll(&pfd, 1, -1) < 0 && errno == EINTR)
+        ;
+    if (pidfd >= 0)
+        close(pidfd);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
+}
+
+static bool watch_from_outside(struct run_sampler *sampler, pid_t pid, bool supervise,
+                               unsigned horizon)
+{
+    static const struct sampler_hooks hooks = {
+        .ctx = &sup, .wait_until = supervisor_wait_until, .sampled = supervisor_sampled,
+        .ended = supervisor_ended,
+    };
+    if (!supervise)
+        return run_sampler_start(sampler, pid, NULL);
+    supervisor_init(&sup, pid, horizon);
+    return run_sampler_start(sampler, pid, &hooks);
+}
+
 /* Runs the command; fills exit status or signal. Returns -1 if it could not be started
  * (after saying why), with the status a shell would give in *failure. */
 static int run_command(char **argv, const struct options *o, const char *lib,
@@ -276,14 +331,15 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     /* The runtime cannot enter a static or Go program: watch it from outside instead. Static:
      * a sampler stuck in a file system is left behind still pointing at it. */
     static struct run_sampler sampler;
-    bool sampling = n == 0 && (r->kind == ELF_STATIC || r->kind == ELF_GO) &&
-                    run_sampler_start(&sampler, pid);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    bool sampling = n == 0 && (r->supervised || r->kind == ELF_STATIC || r->kind == ELF_GO) &&
+                    watch_from_outside(&sampler, pid, r->supervised && o->speculation,
+                                       o->horizon);
+    int status = wait_command(pid);
     r->elapsed_ns = specx_now_ns() - t0;
     if (sampling)
         r->outside = run_sampler_stop(&sampler);
+    if (sampling && r->supervised && o->speculation)
+        r->supervisor = sup.counts; /* the sampler's thread, its only writer, has ended */
     command_pid = 0;
     if (n == (ssize_t)sizeof err) {
         *failure = exec_failure(argv[0], err);
@@ -370,8 +426,13 @@ int specx_run_main(int argc, char **argv)
     char lib[PATH_MAX], stats[PATH_MAX];
     if (specx_find_component("libspecx.so", lib, sizeof lib) < 0)
         specx_die(127, "libspecx.so is not installed");
-    if (!o.report && !o.json)
-        return become_command(cmd, &o, lib);
+    enum elf_kind kind = elf_kind_of(cmd[0]);
+    /* The supervisor runs in specx run, which must then stay the command's parent. */
+    bool supervised = strcmp(o.backend, "trace") == 0 ||
+                      (strcmp(o.backend, "auto") == 0 && (kind == ELF_STATIC || kind == ELF_GO));
+    const char *preload = strcmp(o.backend, "trace") == 0 ? NULL : lib;
+    if (!o.report && !o.json && !supervised)
+        return become_command(cmd, &o, preload);
     struct report_files files = open_reports(&o);
     if (run_stats_create(stats, sizeof stats) < 0)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
@@ -380,9 +441,9 @@ int specx_run_main(int argc, char **argv)
     struct run_result r = { .argv = cmd, .speculation = o.speculation,
                             .memory_control = o.memory_control, .horizon = o.horizon,
                             .fast_refork = o.refork && strcmp(o.refork, "fast") == 0,
-                            .kind = elf_kind_of(cmd[0]) };
+                            .kind = kind, .supervised = supervised };
     int failure;
-    if (run_command(cmd, &o, lib, stats, &r, &failure) < 0) {
+    if (run_command(cmd, &o, preload, stats, &r, &failure) < 0) {
         run_stats_remove(stats);
         return failure;
     }

@@ -122,7 +122,14 @@ static void print_wrapped(FILE *out, const char *prefix, const char *text)
 static const char *mechanism(const struct run_result *r, const char **why)
 {
     *why = NULL;
-    if (r->kind == ELF_GO)
+    if (r->supervised && !r->speculation)
+        *why = "--no-spec: the supervisor only watched";
+    else if (r->supervised && r->supervisor.enabled)
+        return "supervisor";
+    else if (r->supervised)
+        *why = "the supervisor could not compile its copies' seccomp filter: nothing was "
+               "speculated";
+    else if (r->kind == ELF_GO)
         *why = "the command is a Go program, which makes its own system calls past the C "
                "library whose read functions the runtime interposes: no read was seen and "
                "nothing was speculated";
@@ -171,6 +178,40 @@ static void print_outside_view(FILE *out, const struct outside_view *v)
             (double)RUN_SAMPLE_PERIOD_NS / 1e6);
 }
 
+/* What the supervisor did (src/supervisor/supervisor.h), and in a plain word why it did not
+ * help where it could not. */
+static void print_supervisor(FILE *out, const struct supervisor_counts *c)
+{
+    const struct serve_counts *s = &c->served;
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predicted by a copy, %" PRIu64
+            " passed by (back-off)\n", "stalls seen (other than predicted)",
+            c->stalls_unpredicted, c->stalls_predicted, c->backed_off);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " live, %" PRIu64 " ended stuck\n",
+            "speculative copies made", c->copies, c->live, c->stuck_ended);
+    fprintf(out, "  %-40s %12.3f  ms in all, %.3f ms at most (clone and fd offsets)\n",
+            "program's threads held to make them", (double)c->held_ns / 1e6,
+            (double)c->held_max_ns / 1e6);
+    fprintf(out, "  %-40s %12" PRIu64 "  %.1f MiB; %" PRIu64 " predicted dry\n",
+            "speculative prefetches", s->prefetches, (double)s->bytes / (1 << 20),
+            s->predictions);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " opens\n", "copies' calls served",
+            s->calls, s->opens);
+    char why[256] = "";
+    if (c->traced)
+        snprintf(why, sizeof why, "another tracer (a debugger) held the program's thread at %"
+                 PRIu64 " stalls: specx stood aside", c->traced);
+    else if (c->shared_memory)
+        snprintf(why, sizeof why, "the program maps memory shared with others (a copy could "
+                 "write through it): no copy at %" PRIu64 " stalls", c->shared_memory);
+    else if (c->retired)
+        snprintf(why, sizeof why, "copies never predicted the next read: no more copies after "
+                 "%u in a row that predicted none", SPECX_RETIRE_AFTER);
+    if (*why)
+        print_wrapped(out, "  speculation stopped: ", why);
+    else
+        fputc('\n', out);
+}
+
 void run_report_table(FILE *out, const struct run_result *r)
 {
     const char *why;
@@ -184,11 +225,19 @@ void run_report_table(FILE *out, const struct run_result *r)
     fprintf(out, ", speculation %s, horizon %u, refork %s (%s copy-on-write)\n",
             r->speculation ? "on" : "off", r->horizon, r->fast_refork ? "fast" : "basic",
             r->fast_refork ? "one-way" : "basic");
-    if (served_by)
+    if (served_by && strcmp(served_by, "supervisor") == 0)
+        fprintf(out, "  served by the supervisor (from outside the program: it is %s)\n\n",
+                r->kind == ELF_GO ? "a Go program" : r->kind == ELF_STATIC ?
+                "statically linked" : "--backend=trace");
+    else if (served_by)
         fprintf(out, "  served by the preload runtime (libspecx.so)\n\n");
     else
         print_wrapped(out, "  not served: ", why);
     print_outside_view(out, &r->outside);
+    if (served_by && strcmp(served_by, "supervisor") == 0) {
+        print_supervisor(out, &r->supervisor);
+        return;
+    }
     fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
     fprintf(out, "  %-40s %12" PRIu64 "  %.3f s\n", "I/O stalls of normal execution",
             t->stalls + t->inflight_waits, seconds(t->stall_ns + t->inflight_wait_ns));
@@ -309,6 +358,27 @@ static void json_process(FILE *out, const struct specx_stats_slot *p)
     fprintf(out, "\n    }");
 }
 
+static void json_supervisor(FILE *out, const struct run_result *r)
+{
+    const struct supervisor_counts *c = &r->supervisor;
+    const struct serve_counts *s = &c->served;
+    if (!r->supervised || !r->speculation) {
+        fprintf(out, "null");
+        return;
+    }
+    fprintf(out, "{\"stalls_unpredicted\": %" PRIu64 ", \"stalls_predicted\": %" PRIu64
+            ", \"backed_off\": %" PRIu64 ", \"copies\": %" PRIu64 ", \"live\": %" PRIu64
+            ", \"stuck_ended\": %" PRIu64 ", \"not_made\": %" PRIu64
+            ", \"shared_memory\": %" PRIu64 ", \"traced\": %" PRIu64
+            ", \"held_s\": %.6f, \"held_max_s\": %.6f, \"prefetches\": %" PRIu64
+            ", \"prefetch_bytes\": %" PRIu64 ", \"predictions\": %" PRIu64
+            ", \"calls_served\": %" PRIu64 ", \"opens\": %" PRIu64 ", \"retired\": %s}",
+            c->stalls_unpredicted, c->stalls_predicted, c->backed_off, c->copies, c->live,
+            c->stuck_ended, c->not_made, c->shared_memory, c->traced, seconds(c->held_ns),
+            seconds(c->held_max_ns), s->prefetches, s->bytes, s->predictions, s->calls,
+            s->opens, c->retired ? "true" : "false");
+}
+
 void run_report_json(FILE *out, const struct run_result *r)
 {
     fprintf(out, "{\n  \"command\": ");
@@ -332,6 +402,8 @@ void run_report_json(FILE *out, const struct run_result *r)
                 r->outside.blocked_reads, seconds(r->outside.blocked_ns));
     else
         fprintf(out, "null");
+    fprintf(out, ",\n  \"supervisor\": ");
+    json_supervisor(out, r);
     fprintf(out, ",\n");
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);

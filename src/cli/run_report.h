@@ -9,6 +9,7 @@
 #include "elf_kind.h"
 #include "run_sampler.h"
 #include "run_stats.h"
+#include "supervisor.h"
 
 struct run_result {
     char *const *argv;     /* the command */
@@ -22,6 +23,8 @@ struct run_result {
     enum elf_kind kind;    /* what the command's executable is (elf_kind.h) */
     struct run_stats stats;
     struct outside_view outside; /* a command the runtime cannot enter, sampled */
+    bool supervised;             /* the supervisor speculated (--backend, or auto) */
+    struct supervisor_counts supervisor;
 };
 
 void run_report_table(FILE *out, const struct run_result *r);

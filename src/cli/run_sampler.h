@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
+
+#include "blocked_reads.h"
 
 /* The sampling period. A read shorter than it may be missed: the figures are lower bounds for
  * a fast device, and within a period per read for a slow one. On a busy machine the sampler
@@ -23,8 +26,21 @@ struct outside_view {
     uint64_t blocked_ns;    /* sampled time threads spent blocked in such reads, summed */
 };
 
+/* What a supervisor (src/supervisor) does with the samples: the sampler is its trigger. */
+struct sampler_hooks {
+    void *ctx;
+    /* Waits until DEADLINE (CLOCK_MONOTONIC), doing its own work meanwhile. */
+    void (*wait_until)(void *ctx, const struct timespec *deadline);
+    /* Sees each sample: the N threads blocked now, FRESH[i] if R[i] is a read its thread was
+     * not in at the sample before. */
+    void (*sampled)(void *ctx, const struct specx_blocked_read *r, const bool *fresh, int n);
+    /* Sampling is over (the command ended, or the sampler was stopped). */
+    void (*ended)(void *ctx);
+};
+
 struct run_sampler {
     pid_t pid;
+    const struct sampler_hooks *hooks; /* NULL: only watch */
     pthread_t thread;
     bool stop;
     pthread_mutex_t lock; /* guards view */
@@ -32,8 +48,8 @@ struct run_sampler {
 };
 
 /* Starts sampling process PID (its own threads, not its children) at the lowest CPU
- * priority; false (nothing started) if no thread could be made. */
-bool run_sampler_start(struct run_sampler *s, pid_t pid);
+ * priority, for HOOKS too if not NULL; false (nothing started) if no thread could be made. */
+bool run_sampler_start(struct run_sampler *s, pid_t pid, const struct sampler_hooks *hooks);
 
 /* Stops the sampler (after the command ended) and returns what it saw. A sampler stuck in a
  * file system that does not answer (blocked_reads.h) is waited for 1 s, then left behind: the

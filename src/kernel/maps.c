@@ -1,5 +1,6 @@
 /* /proc/self/maps with system calls only (see maps.h). */
 #include "maps.h"
+#include "proc_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,9 +62,16 @@ char *specx_maps_parse_line(char *line, struct specx_mapping *m)
 
 long specx_maps_read(char **buf, size_t *size)
 {
+    return specx_maps_read_of(0, buf, size);
+}
+
+long specx_maps_read_of(int pid, char **buf, size_t *size)
+{
     /* Raw calls throughout: inside libspecx.so open, mmap and read are the runtime's own
      * wrappers (src/kernel/kfile.h). */
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+    char path[SPECX_PROC_PID_PATH_MAX];
+    specx_proc_pid_path(path, pid, "maps");
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     *size = 1 << 18;

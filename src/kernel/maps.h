@@ -21,6 +21,9 @@ struct specx_mapping {
  * Returns the length or -errno. */
 long specx_maps_read(char **buf, size_t *size);
 
+/* The same for process PID's maps (the supervisor's look at its copy). */
+long specx_maps_read_of(int pid, char **buf, size_t *size);
+
 /* Parses one line ("start-end perms offset maj:min inode   path"), which it NUL-terminates
  * in place. Returns the start of the next line. */
 char *specx_maps_parse_line(char *line, struct specx_mapping *m);

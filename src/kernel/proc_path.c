@@ -34,10 +34,21 @@ void specx_proc_map_files_path(char buf[SPECX_PROC_MAP_FILES_PATH_MAX], unsigned
     *append_number(p, end, 16) = '\0';
 }
 
-void specx_proc_pagemap_path(char buf[SPECX_PROC_PAGEMAP_PATH_MAX], int pid)
+void specx_proc_pid_path(char buf[SPECX_PROC_PID_PATH_MAX], int pid, const char *name)
 {
-    static const char prefix[] = "/proc/", suffix[] = "/pagemap";
+    static const char prefix[] = "/proc/", self[] = "self";
     memcpy(buf, prefix, sizeof prefix - 1);
-    char *p = append_number(buf + sizeof prefix - 1, (unsigned long)pid, 10);
-    memcpy(p, suffix, sizeof suffix);
+    char *p = buf + sizeof prefix - 1;
+    if (pid) {
+        p = append_number(p, (unsigned long)pid, 10);
+    } else {
+        memcpy(p, self, sizeof self - 1);
+        p += sizeof self - 1;
+    }
+    *p++ = '/';
+    size_t n = strlen(name);
+    if (n > 12)
+        n = 12;
+    memcpy(p, name, n);
+    p[n] = '\0';
 }

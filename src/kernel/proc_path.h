@@ -8,8 +8,8 @@
 /* "/proc/self/map_files/" + two 16-digit hex numbers + '-' + NUL */
 #define SPECX_PROC_MAP_FILES_PATH_MAX 64
 
-/* "/proc/" + up to 10 digits + "/pagemap" + NUL */
-#define SPECX_PROC_PAGEMAP_PATH_MAX 32
+/* "/proc/" + up to 10 digits + "/" + a name of up to 12 characters + NUL */
+#define SPECX_PROC_PID_PATH_MAX 32
 
 /* Writes "/proc/self/fd/FD" into buf. */
 void specx_proc_fd_path(char buf[SPECX_PROC_FD_PATH_MAX], int fd);
@@ -17,7 +17,7 @@ void specx_proc_fd_path(char buf[SPECX_PROC_FD_PATH_MAX], int fd);
 void specx_proc_map_files_path(char buf[SPECX_PROC_MAP_FILES_PATH_MAX], unsigned long start,
                                unsigned long end);
 
-/* Writes "/proc/PID/pagemap" into buf. */
-void specx_proc_pagemap_path(char buf[SPECX_PROC_PAGEMAP_PATH_MAX], int pid);
+/* Writes "/proc/PID/NAME" into buf (NAME: "pagemap", "maps"...; 0 for PID: "/proc/self/NAME"). */
+void specx_proc_pid_path(char buf[SPECX_PROC_PID_PATH_MAX], int pid, const char *name);
 
 #endif

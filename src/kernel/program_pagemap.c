@@ -34,8 +34,8 @@ bool specx_pagemap_open(pid_t program)
 {
     if (pagemap >= 0)
         return true;
-    char path[SPECX_PROC_PAGEMAP_PATH_MAX];
-    specx_proc_pagemap_path(path, program);
+    char path[SPECX_PROC_PID_PATH_MAX];
+    specx_proc_pid_path(path, program, "pagemap");
     pagemap = specx_fd_out_of_the_way(
         (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
     return pagemap >= 0;

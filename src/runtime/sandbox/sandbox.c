@@ -20,7 +20,7 @@ static int prepare_status;
 static void compile_filter(void)
 {
     uint64_t cookie = specx_open_trap_choose_cookie();
-    prepare_status = cookie ? specx_filter_compile(cookie) : -EAGAIN;
+    prepare_status = cookie ? specx_filter_compile(SPECX_FILTER_INSIDE, cookie) : -EAGAIN;
 }
 
 int specx_sandbox_prepare(void)

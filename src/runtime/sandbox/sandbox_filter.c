@@ -20,6 +20,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -47,21 +48,8 @@
 /* One entry of the table: the call and, for the reader, why it is harmless. */
 #define ALLOW(nr, why) nr
 
-/* System calls allowed whatever their arguments. */
+/* System calls allowed whatever their arguments, in both kinds of copy. */
 static const int allowed[] = {
-    ALLOW(SCMP_SYS(read), "reading is what speculation is for (§4.1.2); all fds are private"),
-    ALLOW(SCMP_SYS(pread64), "read at an offset"),
-    ALLOW(SCMP_SYS(readv), "read"),
-    ALLOW(SCMP_SYS(preadv), "read"),
-    ALLOW(SCMP_SYS(preadv2), "read; RWF_NOWAIT tells resident data apart"),
-    ALLOW(SCMP_SYS(lseek), "offsets were privatized (§4.1.1: file pointers are copied)"),
-    ALLOW(SCMP_SYS(getdents64), "directory reads on a private offset"),
-    ALLOW(SCMP_SYS(getdents), "directory reads on a private offset"),
-    ALLOW(SCMP_SYS(close), "own descriptor table"),
-    ALLOW(SCMP_SYS(close_range), "own descriptor table"),
-    ALLOW(SCMP_SYS(dup), "own descriptor table"),
-    ALLOW(SCMP_SYS(dup2), "own descriptor table"),
-    ALLOW(SCMP_SYS(dup3), "own descriptor table"),
     ALLOW(SCMP_SYS(fstat), "metadata read"),
     ALLOW(SCMP_SYS(newfstatat), "metadata read"),
     ALLOW(SCMP_SYS(stat), "metadata read"),
@@ -90,10 +78,7 @@ static const int allowed[] = {
     ALLOW(SCMP_SYS(brk), "own memory"),
     ALLOW(SCMP_SYS(mincore), "residency query, used to find would-block faults"),
     ALLOW(__NR_cachestat, "residency query, the would-block test of §4.1.2"),
-    ALLOW(SCMP_SYS(readahead), "the prefetch itself (§4.1.2)"),
     ALLOW(SCMP_SYS(process_vm_readv), "read-only; lets the runtime pull memory from the parent"),
-    ALLOW(SCMP_SYS(userfaultfd), "faults of its own memory: the fast refork fills the regions "
-                                 "it left out (lazy_memory.h, §5.1)"),
     ALLOW(SCMP_SYS(pidfd_open), "names a process; what could act through it (signals, "
                                 "pidfd_getfd, setns, process_mrelease) is refused, "
                                 "process_madvise may only prefetch"),
@@ -156,6 +141,37 @@ static const int allowed[] = {
     ALLOW(SCMP_SYS(timer_gettime), "timers signal only this process"),
     ALLOW(SCMP_SYS(timer_getoverrun), "timers signal only this process"),
     ALLOW(SCMP_SYS(timer_delete), "timers signal only this process"),
+    ALLOW(SCMP_SYS(poll), "waits on private objects or /dev/null"),
+    ALLOW(SCMP_SYS(ppoll), "waits on private objects or /dev/null"),
+    ALLOW(SCMP_SYS(select), "waits on private objects or /dev/null"),
+    ALLOW(SCMP_SYS(pselect6), "waits on private objects or /dev/null"),
+    ALLOW(SCMP_SYS(wait4), "it has no children: ECHILD"),
+    ALLOW(SCMP_SYS(waitid), "it has no children: ECHILD"),
+    ALLOW(SCMP_SYS(exit), "ending itself; its exit signal is 0 (§4.1.1, second restriction)"),
+    ALLOW(SCMP_SYS(exit_group), "ending itself"),
+};
+
+/* Allowed in the runtime's copy, whose descriptors privatize.c made its own. The
+ * supervisor's copy shares its descriptors' offsets with the program: there these are served
+ * by the supervisor (the calls that use an offset, and close, which ends what it keeps), or
+ * refused (the calls that make descriptors it would not know, or change a shared one). */
+static const int allowed_privatized[] = {
+    ALLOW(SCMP_SYS(read), "reading is what speculation is for (§4.1.2); all fds are private"),
+    ALLOW(SCMP_SYS(pread64), "read at an offset"),
+    ALLOW(SCMP_SYS(readv), "read"),
+    ALLOW(SCMP_SYS(preadv), "read"),
+    ALLOW(SCMP_SYS(preadv2), "read; RWF_NOWAIT tells resident data apart"),
+    ALLOW(SCMP_SYS(lseek), "offsets were privatized (§4.1.1: file pointers are copied)"),
+    ALLOW(SCMP_SYS(getdents64), "directory reads on a private offset"),
+    ALLOW(SCMP_SYS(getdents), "directory reads on a private offset"),
+    ALLOW(SCMP_SYS(close), "own descriptor table"),
+    ALLOW(SCMP_SYS(close_range), "own descriptor table"),
+    ALLOW(SCMP_SYS(dup), "own descriptor table"),
+    ALLOW(SCMP_SYS(dup2), "own descriptor table"),
+    ALLOW(SCMP_SYS(dup3), "own descriptor table"),
+    ALLOW(SCMP_SYS(readahead), "the prefetch itself (§4.1.2)"),
+    ALLOW(SCMP_SYS(userfaultfd), "faults of its own memory: the fast refork fills the regions "
+                                 "it left out (lazy_memory.h, §5.1)"),
     ALLOW(SCMP_SYS(pipe), "a new pipe is private to the child"),
     ALLOW(SCMP_SYS(pipe2), "a new pipe is private to the child"),
     ALLOW(SCMP_SYS(eventfd), "private object"),
@@ -171,23 +187,32 @@ static const int allowed[] = {
     ALLOW(SCMP_SYS(epoll_wait), "waits on private objects or /dev/null"),
     ALLOW(SCMP_SYS(epoll_pwait), "waits on private objects or /dev/null"),
     ALLOW(SCMP_SYS(epoll_pwait2), "waits on private objects or /dev/null"),
-    ALLOW(SCMP_SYS(poll), "waits on private objects or /dev/null"),
-    ALLOW(SCMP_SYS(ppoll), "waits on private objects or /dev/null"),
-    ALLOW(SCMP_SYS(select), "waits on private objects or /dev/null"),
-    ALLOW(SCMP_SYS(pselect6), "waits on private objects or /dev/null"),
-    ALLOW(SCMP_SYS(wait4), "it has no children: ECHILD"),
-    ALLOW(SCMP_SYS(waitid), "it has no children: ECHILD"),
-    ALLOW(SCMP_SYS(exit), "ending itself; its exit signal is 0 (§4.1.1, second restriction)"),
-    ALLOW(SCMP_SYS(exit_group), "ending itself"),
+};
+
+/* What the supervisor serves in its copy (docs/DESIGN.md §9.1), by user notification. */
+static const int served_outside[] = {
+    SCMP_SYS(read),
+    SCMP_SYS(pread64),
+    SCMP_SYS(readv),
+    SCMP_SYS(preadv),
+    SCMP_SYS(preadv2),
+    SCMP_SYS(lseek),
+    SCMP_SYS(getdents64),
+    SCMP_SYS(getdents),
+    SCMP_SYS(close),
 };
 
 /* System calls allowed only when one argument has one of a few harmless values. */
 static const unsigned long fcntl_cmds[] = {
-    F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_OFD_GETLK,
+    F_GETFD, F_SETFD, F_GETFL, F_GETLK, F_OFD_GETLK,
     F_GETOWN, F_GETOWN_EX, F_GETSIG, F_GETLEASE, F_GETPIPE_SZ, F_GET_SEALS,
 };
-static const unsigned long ioctl_requests[] = {
-    TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX,
+/* Only on private descriptions: F_SETFL changes the description's flags, and a duplicate is a
+ * descriptor the supervisor would not know. */
+static const unsigned long fcntl_cmds_privatized[] = { F_DUPFD, F_DUPFD_CLOEXEC, F_SETFL };
+static const unsigned long ioctl_requests[] = { TCGETS, TIOCGWINSZ, FIONREAD, FIOCLEX, FIONCLEX };
+static const unsigned long ioctl_requests_privatized[] = {
+    FIONBIO, /* sets the description's O_NONBLOCK */
     /* userfaultfd on the copy's own memory (fast refork): no device or file system the copy
      * can hold defines ioctls of the userfaultfd type (0xAA) */
     UFFDIO_API, UFFDIO_REGISTER, UFFDIO_COPY, UFFDIO_ZEROPAGE,
@@ -227,30 +252,41 @@ static const struct {
     unsigned long mask;
     const unsigned long *values;
     size_t n;
+    bool privatized_only; /* not in the supervisor's copy: see allowed_privatized */
 } allowed_values[] = {
     /* no locks, leases, seals, notifications */
-    {SCMP_SYS(fcntl), 1, INT_BITS, VALUES(fcntl_cmds)},
+    {SCMP_SYS(fcntl), 1, INT_BITS, VALUES(fcntl_cmds), false},
+    {SCMP_SYS(fcntl), 1, INT_BITS, VALUES(fcntl_cmds_privatized), true},
     /* queries only; the descriptors are files or /dev/null */
-    {SCMP_SYS(ioctl), 1, INT_BITS, VALUES(ioctl_requests)},
+    {SCMP_SYS(ioctl), 1, INT_BITS, VALUES(ioctl_requests), false},
+    {SCMP_SYS(ioctl), 1, INT_BITS, VALUES(ioctl_requests_privatized), true},
     /* no REMOVE (punches holes in shared files), HWPOISON, KSM or PAGEOUT */
-    {SCMP_SYS(madvise), 2, INT_BITS, VALUES(madvise_advice)},
-    {SCMP_SYS(process_madvise), 3, INT_BITS, VALUES(process_madvise_advice)},
-    /* prefetch hints; no DONTNEED, which evicts the parent's cached data */
-    {SCMP_SYS(fadvise64), 3, INT_BITS, VALUES(fadvise_advice)},
+    {SCMP_SYS(madvise), 2, INT_BITS, VALUES(madvise_advice), false},
+    {SCMP_SYS(process_madvise), 3, INT_BITS, VALUES(process_madvise_advice), false},
+    /* prefetch hints; no DONTNEED, which evicts the parent's cached data; RANDOM and
+     * SEQUENTIAL set the description's mode, so only where it is private */
+    {SCMP_SYS(fadvise64), 3, INT_BITS, VALUES(fadvise_advice), true},
     /* the process name and getters only */
-    {SCMP_SYS(prctl), 0, INT_BITS, VALUES(prctl_options)},
+    {SCMP_SYS(prctl), 0, INT_BITS, VALUES(prctl_options), false},
     /* Wake, and wait privately. A privatized page that the child has not written yet is still
      * the shared page, so its futex key is the parent's: a shared wait there could take the
      * wake-up of one of the parent's waiters, REQUEUE would move the parent's waiters where
      * nobody wakes them, and the PI operations would make the child own the parent's lock.
      * Shared waits are allowed on one address only (add_futex_wait_rules). */
-    {SCMP_SYS(futex), 1, FUTEX_OP_BITS, VALUES(futex_ops)},
+    {SCMP_SYS(futex), 1, FUTEX_OP_BITS, VALUES(futex_ops), false},
 };
 
 static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned int n,
                     const struct scmp_arg_cmp *cmp)
 {
     return seccomp_rule_add_array(ctx, action, nr, n, cmp);
+}
+
+/* openat2 hides its flags in a struct the filter cannot read; ENOSYS makes libc fall back to
+ * openat. */
+static int add_openat2_rule(scmp_filter_ctx ctx)
+{
+    return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0, NULL);
 }
 
 /* openat/open: read-only opens are trapped to sandbox_open_trap.c, which refuses FIFOs,
@@ -287,19 +323,40 @@ static int add_open_rules(scmp_filter_ctx ctx, uint64_t cookie)
         err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(open), 1, &open_trapped);
     if (err == 0)
         err = add_rule(ctx, SCMP_ACT_TRAP, SCMP_SYS(open), 1, &open_rdwr);
-    /* openat2 hides its flags in a struct the filter cannot read; ENOSYS makes libc fall back
-     * to openat. */
-    return err ? err : add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0, NULL);
+    return err ? err : add_openat2_rule(ctx);
+}
+
+/* The supervisor's copy: read-only and O_RDWR opens go to the supervisor, which checks the
+ * file as the open trap does, opens it read-only itself and hands the copy the descriptor
+ * (SECCOMP_IOCTL_NOTIF_ADDFD), so that it knows every descriptor the copy holds. O_PATH opens
+ * would make one it did not: refused, with those that could create, truncate, append, claim. */
+static int add_open_rules_outside(scmp_filter_ctx ctx)
+{
+    const uint64_t mask = WRITE_OPEN_FLAGS | O_PATH;
+    const uint64_t modes[] = { 0, O_RDWR };
+    int err = 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0] && !err; i++) {
+        struct scmp_arg_cmp openat_flags = SCMP_CMP(2, SCMP_CMP_MASKED_EQ, mask, modes[i]);
+        struct scmp_arg_cmp open_flags = SCMP_CMP(1, SCMP_CMP_MASKED_EQ, mask, modes[i]);
+        err = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(openat), 1, &openat_flags);
+        if (err == 0)
+            err = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(open), 1, &open_flags);
+    }
+    return err ? err : add_openat2_rule(ctx);
 }
 
 /* mmap: anything but a shared writable mapping ("requests to map file regions with write
  * access are converted to ... copy-on-write", §4.1.1; here they are refused). */
-static int add_mmap_rules(scmp_filter_ctx ctx)
+static int add_mmap_rules(scmp_filter_ctx ctx, enum specx_filter_kind kind)
 {
     struct scmp_arg_cmp private_map = SCMP_CMP(3, SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
     struct scmp_arg_cmp read_only = SCMP_CMP(2, SCMP_CMP_MASKED_EQ, PROT_WRITE, 0);
     int err = add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, &private_map);
-    return err ? err : add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, &read_only);
+    /* Not in the supervisor's copy: a read-only shared mapping of a descriptor the program
+     * opened for writing could be made writable by mprotect. */
+    if (err || kind == SPECX_FILTER_OUTSIDE)
+        return err;
+    return add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, &read_only);
 }
 
 /* Every signal number but the stop signals SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU (19-22), as
@@ -371,9 +428,11 @@ static int add_misc_rules(scmp_filter_ctx ctx)
     return err ? err : add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, NULL);
 }
 
-static int add_value_rules(scmp_filter_ctx ctx)
+static int add_value_rules(scmp_filter_ctx ctx, enum specx_filter_kind kind)
 {
     for (size_t i = 0; i < sizeof allowed_values / sizeof allowed_values[0]; i++) {
+        if (allowed_values[i].privatized_only && kind == SPECX_FILTER_OUTSIDE)
+            continue;
         for (size_t v = 0; v < allowed_values[i].n; v++) {
             struct scmp_arg_cmp cmp = SCMP_CMP(allowed_values[i].arg, SCMP_CMP_MASKED_EQ,
                                                allowed_values[i].mask, allowed_values[i].values[v]);
@@ -385,20 +444,45 @@ static int add_value_rules(scmp_filter_ctx ctx)
     return 0;
 }
 
-static int add_all_rules(scmp_filter_ctx ctx, uint64_t cookie)
+static int add_each(scmp_filter_ctx ctx, uint32_t action, const int *nrs, size_t n)
 {
-    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
-        int err = add_rule(ctx, SCMP_ACT_ALLOW, allowed[i], 0, NULL);
-        if (err)
-            return err;
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++)
+        err = add_rule(ctx, action, nrs[i], 0, NULL);
+    return err;
+}
+
+#define ADD_EACH(ctx, action, nrs) add_each(ctx, action, nrs, sizeof nrs / sizeof nrs[0])
+
+/* What differs between the two copies: the runtime's own (privatized, opens trapped) and the
+ * supervisor's (nothing privatized: offsets and opens served from outside). */
+static int add_kind_rules(scmp_filter_ctx ctx, enum specx_filter_kind kind, uint64_t cookie)
+{
+    if (kind == SPECX_FILTER_INSIDE) {
+        int err = ADD_EACH(ctx, SCMP_ACT_ALLOW, allowed_privatized);
+        if (err == 0)
+            err = add_open_rules(ctx, cookie);
+        return err ? err : add_futex_wait_rules(ctx);
     }
-    int err = add_value_rules(ctx);
+    int err = ADD_EACH(ctx, SCMP_ACT_NOTIFY, served_outside);
+    /* Every epoll instance it holds is the program's: a wait would take events the program
+     * waits for (Go's poller is edge-triggered). "No events" is true of the copy's world. */
+    static const int epoll_waits[] = { SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
+                                       SCMP_SYS(epoll_pwait2) };
     if (err == 0)
-        err = add_open_rules(ctx, cookie);
+        err = ADD_EACH(ctx, SCMP_ACT_ERRNO(0), epoll_waits);
+    return err ? err : add_open_rules_outside(ctx);
+}
+
+static int add_all_rules(scmp_filter_ctx ctx, enum specx_filter_kind kind, uint64_t cookie)
+{
+    int err = ADD_EACH(ctx, SCMP_ACT_ALLOW, allowed);
     if (err == 0)
-        err = add_mmap_rules(ctx);
+        err = add_kind_rules(ctx, kind, cookie);
     if (err == 0)
-        err = add_futex_wait_rules(ctx);
+        err = add_value_rules(ctx, kind);
+    if (err == 0)
+        err = add_mmap_rules(ctx, kind);
     if (err == 0)
         err = add_signal_rules(ctx);
     return err ? err : add_misc_rules(ctx);
@@ -426,7 +510,7 @@ static int export_program(scmp_filter_ctx ctx)
     return err;
 }
 
-int specx_filter_compile(uint64_t open_cookie)
+int specx_filter_compile(enum specx_filter_kind kind, uint64_t open_cookie)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
     if (!ctx)
@@ -436,7 +520,7 @@ int specx_filter_compile(uint64_t open_cookie)
     if (err == 0)
         err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (err == 0)
-        err = add_all_rules(ctx, open_cookie);
+        err = add_all_rules(ctx, kind, open_cookie);
     if (err == 0)
         err = export_program(ctx);
     seccomp_release(ctx);
@@ -449,27 +533,38 @@ int specx_filter_compiled(void)
 }
 
 /* The kill rules compare against SELF_PID_PLACEHOLDER and the shared futex wait against the
- * address placeholders; make them compare against SELF and SHARED_WAIT. */
-static void patch_placeholders(pid_t self, const uint32_t *shared_wait)
+ * address placeholders; make those of PROG compare against SELF and SHARED_WAIT. */
+static void patch_placeholders(struct sock_filter *prog, pid_t self, const uint32_t *shared_wait)
 {
     const uint64_t wait = (uint64_t)(uintptr_t)shared_wait;
     for (unsigned short i = 0; i < program_len; i++) {
-        if (program[i].code != (BPF_JMP | BPF_JEQ | BPF_K))
+        if (prog[i].code != (BPF_JMP | BPF_JEQ | BPF_K))
             continue;
-        if (program[i].k == SELF_PID_PLACEHOLDER)
-            program[i].k = (uint32_t)self;
-        else if (program[i].k == SHARED_WAIT_HI_PLACEHOLDER)
-            program[i].k = (uint32_t)(wait >> 32);
-        else if (program[i].k == SHARED_WAIT_LO_PLACEHOLDER)
-            program[i].k = (uint32_t)wait;
+        if (prog[i].k == SELF_PID_PLACEHOLDER)
+            prog[i].k = (uint32_t)self;
+        else if (prog[i].k == SHARED_WAIT_HI_PLACEHOLDER)
+            prog[i].k = (uint32_t)(wait >> 32);
+        else if (prog[i].k == SHARED_WAIT_LO_PLACEHOLDER)
+            prog[i].k = (uint32_t)wait;
     }
+}
+
+long specx_filter_export(pid_t self, struct sock_filter *out, size_t max)
+{
+    if (program_len == 0)
+        return -ENOEXEC;
+    if (max < program_len)
+        return -E2BIG;
+    memcpy(out, program, program_len * sizeof program[0]);
+    patch_placeholders(out, self, NULL);
+    return program_len;
 }
 
 int specx_filter_load(pid_t self, const uint32_t *shared_wait)
 {
     if (program_len == 0)
         return -ENOEXEC;
-    patch_placeholders(self, shared_wait);
+    patch_placeholders(program, self, shared_wait);
     struct sock_fprog fprog = {.len = program_len, .filter = program};
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
         syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)

@@ -1,0 +1,123 @@
+/* See copy_fds.h. */
+#include "copy_fds.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kfile.h"
+#include "proc_path.h"
+
+/* From /proc/PID/fdinfo/FD: the description's position and flags. */
+static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint64_t *flags)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", pid, fd);
+    if (specx_kfile_read(path, text, sizeof text) <= 0 ||
+        !specx_kfile_key_u64(text, "pos:", pos))
+        return -ENOENT;
+    char *f = strstr(text, "flags:");
+    *flags = f ? strtoull(f + 6, NULL, 8) : 0;
+    return 0;
+}
+
+int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd)
+{
+    for (int i = 0; i < COPY_FDS_MAX; i++)
+        t->fd[i] = (struct copy_fd){ .kind = COPY_FD_NONE, .own = -1 };
+    t->pid = pid;
+    t->pidfd = pidfd;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fdinfo", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -errno;
+    for (struct dirent *e; (e = readdir(d));) {
+        int fd = atoi(e->d_name);
+        uint64_t pos, flags;
+        if (e->d_name[0] == '.' || fd < 0 || fd >= COPY_FDS_MAX ||
+            read_fdinfo(pid, fd, &pos, &flags) < 0)
+            continue;
+        bool readable = (flags & O_ACCMODE) != O_WRONLY && !(flags & O_PATH);
+        t->fd[fd] = (struct copy_fd){
+            .kind = readable ? COPY_FD_INHERITED : COPY_FD_UNREADABLE, .own = -1, .pos = pos,
+            .read_end = pos };
+    }
+    closedir(d);
+    return 0;
+}
+
+/* A private description of the directory OWN names, at position POS: the copy's getdents
+ * must not move the program's. */
+static int private_dir(int own, uint64_t pos)
+{
+    char self[SPECX_PROC_FD_PATH_MAX];
+    specx_proc_fd_path(self, own);
+    int dir = open(self, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0 && pos && lseek(dir, (off_t)pos, SEEK_SET) < 0) {
+        close(dir);
+        return -1;
+    }
+    return dir;
+}
+
+/* Looks at an inherited descriptor: takes the description (pidfd_getfd) and its type. */
+static void resolve_inherited(struct copy_fds *t, struct copy_fd *f, int fd)
+{
+    struct stat st;
+    int own = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
+    f->kind = COPY_FD_OTHER;
+    if (own < 0 || fstat(own, &st) < 0) {
+        f->kind = COPY_FD_UNREADABLE;
+    } else if (S_ISREG(st.st_mode)) {
+        f->kind = COPY_FD_FILE;
+        f->own = own;
+        return;
+    } else if (S_ISDIR(st.st_mode)) {
+        f->own = private_dir(own, f->pos);
+        f->kind = f->own >= 0 ? COPY_FD_DIR : COPY_FD_UNREADABLE;
+    }
+    if (own >= 0)
+        close(own);
+}
+
+struct copy_fd *copy_fds_resolve(struct copy_fds *t, int fd)
+{
+    if (fd < 0 || fd >= COPY_FDS_MAX || t->fd[fd].kind == COPY_FD_NONE)
+        return NULL;
+    struct copy_fd *f = &t->fd[fd];
+    if (f->kind == COPY_FD_INHERITED)
+        resolve_inherited(t, f, fd);
+    return f;
+}
+
+void copy_fds_opened(struct copy_fds *t, int fd, int own, enum copy_fd_kind kind)
+{
+    if (fd < 0 || fd >= COPY_FDS_MAX) {
+        close(own);
+        return;
+    }
+    copy_fds_closed(t, fd);
+    t->fd[fd] = (struct copy_fd){ .kind = kind, .own = own };
+}
+
+void copy_fds_closed(struct copy_fds *t, int fd)
+{
+    if (fd < 0 || fd >= COPY_FDS_MAX)
+        return;
+    if (t->fd[fd].own >= 0)
+        close(t->fd[fd].own);
+    t->fd[fd] = (struct copy_fd){ .kind = COPY_FD_NONE, .own = -1 };
+}
+
+void copy_fds_clear(struct copy_fds *t)
+{
+    for (int i = 0; i < COPY_FDS_MAX; i++)
+        copy_fds_closed(t, i);
+}

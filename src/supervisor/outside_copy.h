@@ -1,0 +1,40 @@
+/* The supervisor's speculative copy (docs/DESIGN.md §9.1): a clone made by a stalled thread of
+ * the program, injected while the thread is held, then sealed from outside with the sandbox
+ * the runtime's copy gives itself (§3): parent-death signal, its own process group, the
+ * seccomp allow-list, idle CPU priority. Its offset-bound calls and opens reach the supervisor
+ * through the filter's user-notification listener. */
+#ifndef SPECX_OUTSIDE_COPY_H
+#define SPECX_OUTSIDE_COPY_H
+
+#include <sys/types.h>
+
+#include "copy_fds.h"
+#include "held_thread.h"
+
+struct outside_copy {
+    pid_t from_tid;     /* the program's thread it was cloned from */
+    uint64_t held_ns;   /* how long that thread was held to make it */
+    pid_t pid;
+    int pidfd;
+    int listener;       /* the seccomp notification descriptor; -1: none */
+    struct copy_fds fds;
+};
+
+/* Why no copy was made, for the report. */
+enum outside_refusal {
+    OUTSIDE_MADE,
+    OUTSIDE_SHARED_MEMORY, /* the program maps memory shared with someone: a copy could write it */
+    OUTSIDE_FAILED,        /* a step failed (clone, seccomp...); errno-like detail in the log */
+};
+
+/* Compiles the copy's filter, once, before the first copy. Returns 0 or -errno. */
+int outside_copy_prepare(void);
+
+/* Makes the copy of the held thread T and lets T go (whatever happens, T is released).
+ * Returns OUTSIDE_MADE with *C filled and the copy running, or why not (nothing left). */
+enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_copy *c);
+
+/* Kills and reaps the copy and forgets what was kept for it. */
+void outside_copy_end(struct outside_copy *c);
+
+#endif

@@ -1,0 +1,55 @@
+/* specx run's second mechanism (docs/DESIGN.md §9.1), for programs the preload runtime cannot
+ * enter: statically linked, Go. Nothing is installed in the program. A sampler (the trigger)
+ * sees a thread of it blocked in a read of a regular file; if no copy predicted that read, the
+ * supervisor clones the thread as it comes back from the read (held_thread.h), seals the clone
+ * (outside_copy.h) and serves its reads as prefetches (serve.h). The policies are the
+ * runtime's (src/runtime/policy): horizon, trust and back-off, fed from outside. */
+#ifndef SPECX_SUPERVISOR_H
+#define SPECX_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "blocked_reads.h"
+#include "serve.h"
+
+struct supervisor_counts {
+    uint64_t copies;            /* copies made */
+    uint64_t live;              /* of which prefetching (the rest only predicted, dry) */
+    uint64_t not_made;          /* stalls at which making one failed */
+    uint64_t shared_memory;     /* stalls at which the program mapped shared memory */
+    uint64_t traced;            /* stalls at which another tracer held the thread */
+    uint64_t stalls_predicted;  /* stalls on data a copy had prefetched or predicted */
+    uint64_t stalls_unpredicted;/* stalls no copy foresaw (a new copy, unless backing off) */
+    uint64_t backed_off;        /* of those, passed without a copy (policy/backoff.h) */
+    uint64_t stuck_ended;       /* copies ended after 1 s without a read */
+    uint64_t held_ns;           /* time the program's threads were held stopped, in all */
+    uint64_t held_max_ns;       /* the longest single hold */
+    struct serve_counts served;
+    bool retired;               /* copies stopped for good (policy/backoff.h) */
+    bool enabled;               /* false: the copies' filter could not be compiled */
+};
+
+struct supervisor {
+    pid_t pid;              /* the program */
+    unsigned horizon;
+    struct served_copy copy;/* copy.oc.pid == 0: none */
+    uint64_t made_ino;      /* the file of the stall that made it (back-off is per file) */
+    uint64_t program_read0; /* the program's rchar when it was made */
+    uint64_t last_call_ns;  /* the copy's last served call */
+    bool parked;            /* a call of the copy waits for its horizon */
+    struct seccomp_notif parked_req;
+    struct supervisor_counts counts;
+};
+
+/* Prepares supervising PID with at most HORIZON prefetches outstanding. */
+void supervisor_init(struct supervisor *s, pid_t pid, unsigned horizon);
+
+/* The sampler's hooks (the trigger): they run on the sampler's thread, which is the tracer. */
+void supervisor_wait_until(void *s, const struct timespec *deadline);
+void supervisor_sampled(void *s, const struct specx_blocked_read *r, const bool *fresh, int n);
+void supervisor_ended(void *s);
+
+#endif
