@@ -430,7 +430,9 @@ int specx_run_main(int argc, char **argv)
     /* The supervisor runs in specx run, which must then stay the command's parent. */
     bool supervised = strcmp(o.backend, "trace") == 0 ||
                       (strcmp(o.backend, "auto") == 0 && (kind == ELF_STATIC || kind == ELF_GO));
-    const char *preload = strcmp(o.backend, "trace") == 0 ? NULL : lib;
+    /* Not both: the runtime loaded into a program the supervisor serves would only map its
+     * statistics into it, shared memory the supervisor's copies may not have. */
+    const char *preload = supervised ? NULL : lib;
     if (!o.report && !o.json && !supervised)
         return become_command(cmd, &o, preload);
     struct report_files files = open_reports(&o);

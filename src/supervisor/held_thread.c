@@ -83,13 +83,34 @@ static void rewind_interrupted_call(struct held_thread *t)
     t->regs.rip -= SYSCALL_INSN_LEN;
 }
 
-/* Waits for the next stop of TID; -ESRCH if it ended instead. */
+/* Whether TID is the leader of its thread group (its process's own id). */
+static bool is_leader(pid_t tid)
+{
+    return syscall(SYS_tgkill, tid, tid, 0) == 0;
+}
+
+/* Waits for the next stop of TID and returns it as a wait status; -ESRCH if TID ended
+ * instead. The supervisor's thread shares a process with the real parent of the program,
+ * which must be the one to reap the program: a process leader's end is only looked at; a
+ * thread's end (nobody else would reap a traced thread) is reaped. */
 static int wait_stop(pid_t tid, int *status)
 {
-    while (waitpid(tid, status, __WALL) < 0)
+    siginfo_t si;
+    for (;;) {
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WALL) == 0)
+            break;
         if (errno != EINTR)
             return -errno;
-    return WIFSTOPPED(*status) ? 0 : -ESRCH;
+    }
+    if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED) {
+        waitid(P_PID, (id_t)tid, &si, WSTOPPED | WNOHANG | __WALL); /* takes that stop */
+        *status = si.si_status << 8 | 0x7f;
+        return 0;
+    }
+    if (!is_leader(tid))
+        waitid(P_PID, (id_t)tid, &si, WEXITED | WNOHANG | __WALL);
+    return -ESRCH;
 }
 
 /* Waits for the stop PTRACE_INTERRUPT asked for; signals that come first are delivered. */

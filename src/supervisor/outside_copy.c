@@ -2,8 +2,6 @@
 #include "outside_copy.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -56,10 +54,8 @@ static pid_t clone_from(struct held_thread *t, struct held_thread *copy)
     return (pid_t)pid;
 }
 
-/* Whether process PID maps anything shared (a file opened for writing, shared anonymous
- * memory, System V segments, an io_uring): its copy could write through it, and the filter
- * cannot tell one shared mapping from another. */
-static bool maps_shared_memory(pid_t pid)
+/* See outside_copy.h: the copy is looked at again, its maps being fixed at the clone. */
+bool outside_copy_maps_shared_memory(pid_t pid)
 {
     char *buf;
     size_t size;
@@ -161,7 +157,7 @@ enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_cop
     if (pid <= 0)
         return OUTSIDE_FAILED;
     enum outside_refusal why = OUTSIDE_MADE;
-    if (maps_shared_memory(pid))
+    if (outside_copy_maps_shared_memory(pid))
         why = OUTSIDE_SHARED_MEMORY;
     else if (c->pidfd < 0 || seal(&copy, c) != 0)
         why = OUTSIDE_FAILED;

@@ -6,6 +6,7 @@
 #ifndef SPECX_OUTSIDE_COPY_H
 #define SPECX_OUTSIDE_COPY_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "copy_fds.h"
@@ -26,6 +27,12 @@ enum outside_refusal {
     OUTSIDE_SHARED_MEMORY, /* the program maps memory shared with someone: a copy could write it */
     OUTSIDE_FAILED,        /* a step failed (clone, seccomp...); errno-like detail in the log */
 };
+
+/* Whether process PID maps anything shared (a file opened for writing, shared anonymous
+ * memory, System V segments, an io_uring): a copy could write through it, and the filter
+ * cannot tell one shared mapping from another, so none is made. Looked at in the program
+ * before holding a thread, and in the copy, whose maps are fixed at the clone. */
+bool outside_copy_maps_shared_memory(pid_t pid);
 
 /* Compiles the copy's filter, once, before the first copy. Returns 0 or -errno. */
 int outside_copy_prepare(void);

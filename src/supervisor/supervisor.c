@@ -125,6 +125,10 @@ static uint64_t memcg_horizon_bytes(pid_t pid)
 static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
 {
     struct held_thread t;
+    if (outside_copy_maps_shared_memory(s->pid)) { /* refused without holding the program */
+        s->counts.shared_memory++;
+        return;
+    }
     if (!wait_running(s->pid, r->tid)) {
         s->counts.not_made++;
         return;
