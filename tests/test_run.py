@@ -85,7 +85,9 @@ def test_report_to_a_file_leaves_stderr_to_the_program(specx, tmp_path):
     assert "I/O stalls of normal execution" in table.read_text()
 
 
-def test_a_static_binary_is_reported_as_not_served(specx, tmp_path):
+def test_the_mechanism_follows_the_executable(specx, tmp_path):
+    """A static binary is served by the supervisor, a dynamic one by the preload runtime;
+    --backend chooses; --no-spec says the supervisor only watched."""
     source = tmp_path / "static.c"
     source.write_text('#include <stdio.h>\nint main(void) { puts("hi"); return 3; }\n')
     exe = tmp_path / "static"
@@ -93,17 +95,27 @@ def test_a_static_binary_is_reported_as_not_served(specx, tmp_path):
         pytest.skip("cc cannot link statically here (no libc.a)")
     proc, report = run_json(tmp_path, exe, options=["--report"])
     assert proc.returncode == 3 and proc.stdout == "hi\n"
-    assert report["mechanism"] is None
-    assert "statically linked" in report["not_served_because"]
-    assert "not served: the command is statically linked" in proc.stderr
+    assert report["mechanism"] == "supervisor" and report["not_served_because"] is None
+    assert "served by the supervisor (from outside the program: it is statically linked)" \
+        in proc.stderr
+    # Without a report specx run still stays (the supervisor lives in it): same status.
+    assert run_specx("run", "--", str(exe)).returncode == 3
+    proc, report = run_json(tmp_path, exe, options=["--no-spec"])
+    assert report["mechanism"] is None and "--no-spec" in report["not_served_because"]
     dynamic, report = run_json(tmp_path, "true")
     assert report["mechanism"] == "preload" and report["not_served_because"] is None
+    assert report["supervisor"] is None
+    dynamic, report = run_json(tmp_path, "true", options=["--backend=trace"])
+    assert report["mechanism"] == "supervisor" and report["processes"] == []
+    bad = run_specx("run", "--backend=ptrace", "--", "true")
+    assert bad.returncode == 2 and bad.stderr == \
+        "specx run: invalid backend 'ptrace' (expected auto, preload or trace)\n"
 
 
 @pytest.mark.root
-def test_a_static_program_is_watched_from_outside(specx, tmp_path, cold_tree):
-    """Not served, but its reads of cold files are seen by sampling /proc (run_sampler.h): the
-    report says how much there was to hide, and the program's output is its own."""
+def test_a_static_program_is_served_from_outside(specx, tmp_path, cold_tree):
+    """Its reads of cold files are seen by sampling /proc (run_sampler.h), copies of its stalled
+    thread made and served by the supervisor; its output is its own."""
     treesum = BUILD / "bench" / "programs" / "treesum-static"
     if not treesum.exists():
         pytest.skip("treesum-static was not built (no static C library here)")
@@ -112,7 +124,9 @@ def test_a_static_program_is_watched_from_outside(specx, tmp_path, cold_tree):
     drop_caches()
     proc, report = run_json(tmp_path, treesum, directory, options=["--report"])
     assert (proc.returncode, proc.stdout) == (0, plain.stdout)
-    assert report["mechanism"] is None
+    assert report["mechanism"] == "supervisor"
+    # A loaded machine may delay the sampler past every stall; usually there are copies.
+    assert report["supervisor"]["copies"] >= 0 and report["supervisor"]["traced"] == 0
     seen = report["seen_from_outside"]
     # 40 files behind 12 ms accesses; a loaded machine may delay the sampler (nice 19).
     assert seen["blocked_reads"] >= 1 and seen["blocked_s"] > 0
@@ -121,12 +135,13 @@ def test_a_static_program_is_watched_from_outside(specx, tmp_path, cold_tree):
     assert report["seen_from_outside"] is None
 
 
-def test_a_go_program_is_reported_as_not_served(specx, tmp_path):
+def test_a_go_program_is_served_by_the_supervisor(specx, tmp_path):
     if not shutil.which("restic"):
         pytest.skip("no Go program here (restic is not installed: scripts/ensure-deps)")
-    proc, report = run_json(tmp_path, "restic", "version")
+    proc, report = run_json(tmp_path, "restic", "version", options=["--report"])
     assert proc.returncode == 0 and proc.stdout.startswith("restic ")
-    assert report["mechanism"] is None and "Go program" in report["not_served_because"]
+    assert report["mechanism"] == "supervisor"
+    assert "it is a Go program" in proc.stderr
 
 
 # ---- pass-through semantics ----
