@@ -1,6 +1,7 @@
 """The speculative process's sandbox (paper §4.1.1): a sandboxed child of sandbox-probe attempts
 every side effect we know of; the probe checks its own process from the outside while the child
 is alive, and these tests check the file tree, their own sockets and the probe's output."""
+import json
 import os
 import pathlib
 import shutil
@@ -10,7 +11,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD
+from conftest import BUILD, SPECX, copies_get_cpu, drop_caches, slowfs_mount
 
 PROBE = BUILD / "tests" / "safety" / "sandbox-probe"
 NOBODY = 65534
@@ -46,9 +47,10 @@ def scratch():
     shutil.rmtree(path)
 
 
-def run_probe(tmp_path, owner):
+def run_probe(tmp_path, owner, wrapper=(), outside=()):
     """Runs the probe as OWNER against a fresh tree, with a TCP and a Unix listener of ours that
-    the sandboxed child tries to reach. Returns (result, tree, snapshot before)."""
+    the sandboxed child tries to reach, under WRAPPER (a command prefix) and with OUTSIDE (its
+    two cold files: --outside mode). Returns (result, tree, snapshot before)."""
     if not PROBE.exists():
         pytest.fail(f"{PROBE} is missing: build first (make build)")
     tree = tmp_path / "tree"
@@ -60,7 +62,9 @@ def run_probe(tmp_path, owner):
         unix_path = str(tmp_path / "listener.sock")
         unix.bind(unix_path)
         unix.listen(4)
-        cmd = [str(PROBE), str(tree), str(tcp.getsockname()[1]), unix_path]
+        cmd = [*map(str, wrapper), str(PROBE),
+               *(["--outside", *map(str, outside)] if outside else []),
+               str(tree), str(tcp.getsockname()[1]), unix_path]
         if owner != os.geteuid():
             cmd = ["setpriv", f"--reuid={owner}", f"--regid={owner}", "--clear-groups", *cmd]
         result = subprocess.run(cmd, input="STDIN-DATA\n", capture_output=True, text=True,
@@ -72,7 +76,7 @@ def run_probe(tmp_path, owner):
     return result, tree, before
 
 
-def assert_nothing_escaped(result, tree, before):
+def assert_nothing_escaped(result, tree, before, checks=150):
     failures = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert result.returncode == 0 and not failures, result.stdout + result.stderr
     assert "CHILD-LEAK" not in result.stdout + result.stderr
@@ -80,7 +84,7 @@ def assert_nothing_escaped(result, tree, before):
     assert "stdin: STDIN-DATA\n" in result.stdout
     assert snapshot(tree) == before
     # Enough checks ran to mean something: one line per attempt and per outside check.
-    assert result.stdout.count("\nok ") > 150
+    assert result.stdout.count("\nok ") > checks
 
 
 def test_sandboxed_child_has_no_visible_effect(scratch):
@@ -92,3 +96,25 @@ def test_sandboxed_child_has_no_visible_effect(scratch):
 def test_sandboxed_child_of_unprivileged_process_has_no_visible_effect(scratch):
     """As nobody: no /proc/self/map_files, so shared memory is privatized by copying."""
     assert_nothing_escaped(*run_probe(scratch, NOBODY))
+
+
+@pytest.mark.root
+def test_supervisor_copy_has_no_visible_effect(scratch):
+    """Through the supervisor (src/supervisor): the probe reads a cold file, where the supervisor
+    clones it, then another; its copy finds a hole in that one (the data it was only told it had),
+    makes every attempt from outside the probe's own sandbox code, and exits. Nothing escapes,
+    and the supervisor served the copy's calls (its opens, reads, getdents, closes)."""
+    backing = scratch / "cold"
+    backing.mkdir()
+    for name in ("one", "two"):
+        (backing / name).write_bytes(os.urandom(4 << 20))
+    report = scratch / "report.json"
+    wrapper = [SPECX, "run", "--backend=trace", "--json", report, "--"]
+    with slowfs_mount(backing, scratch / "mnt", "--preset", "paper2003") as mnt, \
+            copies_get_cpu(PROBE):
+        drop_caches()
+        outcome = run_probe(scratch, os.geteuid(), wrapper, (mnt / "one", mnt / "two"))
+    assert_nothing_escaped(*outcome, checks=15)
+    supervisor = json.loads(report.read_text())["supervisor"]
+    assert supervisor["copies"] >= 1, supervisor
+    assert supervisor["calls_served"] >= 20, supervisor

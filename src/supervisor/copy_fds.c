@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,38 +54,40 @@ int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd)
     return 0;
 }
 
-/* A private description of the directory OWN names, at position POS: the copy's getdents
- * must not move the program's. */
-static int private_dir(int own, uint64_t pos)
+/* A description of the supervisor's own of the file SHARED names (the program's), read-only
+ * and, where the kernel allows it (owner or CAP_FOWNER), without access-time updates: reads
+ * through the program's description would mark the file read (relatime) and move the
+ * description's readahead state, and getdents its position. As the open trap (sandbox/). */
+static int private_description(int shared, int flags)
 {
     char self[SPECX_PROC_FD_PATH_MAX];
-    specx_proc_fd_path(self, own);
-    int dir = open(self, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir >= 0 && pos && lseek(dir, (off_t)pos, SEEK_SET) < 0) {
-        close(dir);
-        return -1;
-    }
-    return dir;
+    specx_proc_fd_path(self, shared);
+    int fd = open(self, O_RDONLY | O_CLOEXEC | O_NOATIME | flags);
+    if (fd < 0 && errno == EPERM)
+        fd = open(self, O_RDONLY | O_CLOEXEC | flags);
+    return fd;
 }
 
-/* Looks at an inherited descriptor: takes the description (pidfd_getfd) and its type. */
+/* Looks at an inherited descriptor: takes the description (pidfd_getfd) and its type, and
+ * opens the file again for the copy's reads. */
 static void resolve_inherited(struct copy_fds *t, struct copy_fd *f, int fd)
 {
     struct stat st;
-    int own = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
+    int shared = (int)syscall(SYS_pidfd_getfd, t->pidfd, fd, 0);
     f->kind = COPY_FD_OTHER;
-    if (own < 0 || fstat(own, &st) < 0) {
+    if (shared < 0 || fstat(shared, &st) < 0) {
         f->kind = COPY_FD_UNREADABLE;
-    } else if (S_ISREG(st.st_mode)) {
-        f->kind = COPY_FD_FILE;
-        f->own = own;
-        return;
-    } else if (S_ISDIR(st.st_mode)) {
-        f->own = private_dir(own, f->pos);
-        f->kind = f->own >= 0 ? COPY_FD_DIR : COPY_FD_UNREADABLE;
+    } else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+        bool dir = S_ISDIR(st.st_mode);
+        f->own = private_description(shared, dir ? O_DIRECTORY : 0);
+        if (f->own >= 0 && dir && f->pos && lseek(f->own, (off_t)f->pos, SEEK_SET) < 0) {
+            close(f->own);
+            f->own = -1;
+        }
+        f->kind = f->own < 0 ? COPY_FD_UNREADABLE : dir ? COPY_FD_DIR : COPY_FD_FILE;
     }
-    if (own >= 0)
-        close(own);
+    if (shared >= 0)
+        close(shared);
 }
 
 struct copy_fd *copy_fds_resolve(struct copy_fds *t, int fd)

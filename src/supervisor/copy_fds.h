@@ -16,14 +16,14 @@ enum copy_fd_kind {
     COPY_FD_NONE,      /* not open */
     COPY_FD_INHERITED, /* the program's, not looked at yet (copy_fds_resolve) */
     COPY_FD_FILE,      /* a regular file: read with pread at pos */
-    COPY_FD_DIR,       /* a directory, through a description of the supervisor's own */
+    COPY_FD_DIR,       /* a directory: read at its description's position */
     COPY_FD_OTHER,     /* a pipe, socket, terminal...: the program's data; reads see EOF */
     COPY_FD_UNREADABLE /* opened write-only or O_PATH: reads fail with EBADF */
 };
 
 struct copy_fd {
     enum copy_fd_kind kind;
-    int own;           /* the supervisor's descriptor of the same file, or -1 */
+    int own;           /* the supervisor's own description of the same file, or -1 */
     uint64_t pos;      /* the copy's offset (files; a directory's is its description's) */
     uint64_t read_end; /* where the copy's last read of it ended (sequential detection) */
 };

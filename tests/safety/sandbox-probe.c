@@ -7,7 +7,16 @@
  * none of them happened, and that what the sandbox must allow (reads, private memory) works.
  * tests/test_sandbox.py runs it and checks the file tree and its own sockets as well.
  *
- * Usage: sandbox-probe DIR TCP_PORT UNIX_SOCKET_PATH
+ * With --outside COLD1 COLD2 first, it proves the supervisor's copy instead (src/supervisor,
+ * run it under `specx run --backend=trace`): nothing is shared but System V objects (the
+ * supervisor makes no copy of a program with shared mappings), no child is forked; the probe
+ * reads COLD1, where the supervisor clones it, then COLD2 into a zeroed buffer. The copy
+ * reaches COLD2 while the probe waits for the device, sees zeros where the data was missing,
+ * and so knows it is the copy: it makes every attempt and exits. The probe, which read the
+ * data, waits, then checks from the outside that nothing happened (the copy cannot report
+ * back: the test reads the supervisor's counts of the calls it served).
+ *
+ * Usage: sandbox-probe [--outside COLD1 COLD2] DIR TCP_PORT UNIX_SOCKET_PATH
  * Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any check failed. */
 #include "sandbox/sandbox.h"
 
@@ -675,22 +684,27 @@ static void set_up_pipes_and_sockets(void)
         die("connect");
 }
 
+static void set_up_ipc(void)
+{
+    shm_id = shmget(IPC_PRIVATE, MAP_LEN, IPC_CREAT | 0600);
+    msg_id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+    sem_id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
+    if (shm_id < 0 || msg_id < 0 || sem_id < 0)
+        die("System V IPC");
+}
+
 static void set_up_shared_memory(void)
 {
+    set_up_ipc();
     map_file = map_shared_fd(file_rw);
     map_anon = mmap(NULL, ANON_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    shm_id = shmget(IPC_PRIVATE, MAP_LEN, IPC_CREAT | 0600);
-    map_sysv = shm_id < 0 ? MAP_FAILED : shmat(shm_id, NULL, 0);
+    map_sysv = shmat(shm_id, NULL, 0);
     int memfd = memfd_create("probe", MFD_CLOEXEC);
     if (map_anon == MAP_FAILED || map_sysv == MAP_FAILED || memfd < 0 ||
         ftruncate(memfd, MAP_LEN) < 0)
         die("shared memory");
     map_memfd = map_shared_fd(memfd);
     map_file[0] = map_anon[0] = map_sysv[0] = map_memfd[0] = map_anon[FAR_OFFSET] = 'P';
-    msg_id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
-    sem_id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
-    if (msg_id < 0 || sem_id < 0)
-        die("System V IPC");
     report = mmap(NULL, sizeof *report, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (report == MAP_FAILED)
         die("report region");
@@ -728,6 +742,10 @@ static void check_attempts(void)
     }
 }
 
+/* What `file` starts with when nobody wrote it: 'P' where the parent wrote it through its
+ * shared mapping (the runtime's probe), FILE_DATA's own first byte in --outside mode. */
+static char file_first = 'P';
+
 static void check_file_untouched(void)
 {
     struct stat st;
@@ -737,7 +755,7 @@ static void check_file_untouched(void)
     int fd = open(path_in_dir("file"), O_RDONLY);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf);
     close(fd);
-    check(n == MAP_LEN && buf[0] == 'P' && memcmp(buf + 1, FILE_DATA + 1, strlen(FILE_DATA) - 1) == 0,
+    check(n == MAP_LEN && buf[0] == file_first && memcmp(buf + 1, FILE_DATA + 1, strlen(FILE_DATA) - 1) == 0,
           "file_content_unchanged", "the file has %zd bytes starting %.5s", n, buf);
 }
 
@@ -831,10 +849,86 @@ static void check_foreign_abi(int i386)
           i386 ? "i386_abi_kills" : "x32_abi_kills", "status %#x", status);
 }
 
+/* --- --outside: the supervisor's copy ------------------------------------------------------- */
+
+/* Private stand-ins for what the shared regions hold in the other mode: the attempts that use
+ * them then write the copy's own memory. */
+static void set_up_private_stand_ins(void)
+{
+    char *p = mmap(NULL, ANON_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    report = mmap(NULL, sizeof *report, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                  0);
+    if (p == MAP_FAILED || report == MAP_FAILED)
+        die("private memory");
+    map_file = map_anon = map_sysv = map_memfd = p;
+}
+
+/* Reads all of PATH (random data) into BUF, zeroed first; returns whether a whole page of
+ * what was read is still zeros: data the reader was only told it had (the copy's reads of
+ * data not in memory become prefetches and leave the buffer as it was). */
+static int read_cold_finds_a_hole(const char *path, char *buf, size_t size)
+{
+    memset(buf, 0, size);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        die(path);
+    ssize_t n, got = 0;
+    while (got < (ssize_t)size && (n = read(fd, buf + got, size - (size_t)got)) > 0)
+        got += n;
+    close(fd);
+    static const char zeros[4096];
+    for (ssize_t page = 0; page + 4096 <= got; page += 4096)
+        if (memcmp(buf + page, zeros, sizeof zeros) == 0)
+            return 1;
+    return 0;
+}
+
+static _Noreturn void attempt_everything_and_exit(void)
+{
+    for (int i = 0; i < NATTEMPTS; i++)
+        attempts[i].run();
+    _exit(0);
+}
+
+static int run_outside(const char *cold1, const char *cold2)
+{
+    static char buf[4 << 20];
+    set_up_ipc();
+    set_up_private_stand_ins();
+    file_first = FILE_DATA[0];
+    read_cold_finds_a_hole(cold1, buf, sizeof buf); /* where the supervisor makes its copy */
+    if (read_cold_finds_a_hole(cold2, buf, sizeof buf))
+        attempt_everything_and_exit(); /* only the copy finds one */
+    /* The copy makes its attempts while the probe waits; then the probe looks. */
+    nanosleep(&(struct timespec){1, 0}, NULL);
+    check_file_untouched();
+    check(parent_secret == 42, "parent_memory_unchanged", "secret is %ld", parent_secret);
+    check(lseek(file_ro, 0, SEEK_CUR) == 5, "parent_file_offset_unchanged", "offset moved");
+    check(lseek(dir_fd, 0, SEEK_CUR) == dir_offset, "parent_dir_offset_unchanged",
+          "offset moved");
+    check_channels();
+    check_locks();
+    check_ipc_and_scheduling();
+    check(usr1_received == 0, "parent_not_signalled_at_exit", "%d signals", (int)usr1_received);
+    char input[256];
+    ssize_t n = read(0, input, sizeof input - 1);
+    printf("stdin: %.*s\n", (int)(n > 0 ? n : 0), input);
+    remove_ipc();
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    const char *cold1 = NULL, *cold2 = NULL;
+    if (argc == 7 && strcmp(argv[1], "--outside") == 0) {
+        cold1 = argv[2];
+        cold2 = argv[3];
+        argv += 3;
+        argc -= 3;
+    }
     if (argc != 4) {
-        fprintf(stderr, "usage: sandbox-probe DIR TCP_PORT UNIX_SOCKET_PATH\n");
+        fprintf(stderr, "usage: sandbox-probe [--outside COLD1 COLD2] DIR TCP_PORT "
+                        "UNIX_SOCKET_PATH\n");
         return 2;
     }
     dir = argv[1];
@@ -849,6 +943,12 @@ int main(int argc, char **argv)
     parent = getpid();
     set_up_files();
     set_up_pipes_and_sockets();
+    if (cold1) {
+        struct timespec times[2] = {{time(NULL) - 2 * 86400, 0}, {0, UTIME_OMIT}};
+        if (utimensat(AT_FDCWD, path_in_dir("file"), times, 0) < 0)
+            die("utimensat");
+        return run_outside(cold1, cold2);
+    }
     set_up_shared_memory();
     if (specx_sandbox_prepare() != 0)
         die("specx_sandbox_prepare");
