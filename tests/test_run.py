@@ -135,6 +135,24 @@ def test_a_static_program_is_served_from_outside(specx, tmp_path, cold_tree):
     assert report["seen_from_outside"] is None
 
 
+@pytest.mark.root
+def test_the_supervisor_stands_aside_for_a_tracer(specx, tmp_path, cold_tree):
+    """A program someone already traces (strace here; a debugger alike) is left alone: the
+    supervisor cannot seize its thread, counts the stall and makes no copy."""
+    treesum = BUILD / "bench" / "programs" / "treesum-static"
+    if not treesum.exists() or not shutil.which("strace"):
+        pytest.skip("needs treesum-static (a static C library) and strace")
+    directory = cold_tree[0].parent
+    plain = subprocess.run([treesum, directory], capture_output=True, text=True, timeout=60)
+    drop_caches()
+    report = tmp_path / "traced.json"
+    proc = subprocess.run(["strace", "-f", "-o", "/dev/null", specx, "run", "--json", report,
+                           "--", treesum, directory], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, plain.stdout)
+    supervisor = json.loads(report.read_text())["supervisor"]
+    assert supervisor["copies"] == 0 and supervisor["traced"] >= 1, supervisor
+
+
 def test_a_go_program_is_served_by_the_supervisor(specx, tmp_path):
     if not shutil.which("restic"):
         pytest.skip("no Go program here (restic is not installed: scripts/ensure-deps)")

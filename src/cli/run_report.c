@@ -186,8 +186,9 @@ static void print_supervisor(FILE *out, const struct supervisor_counts *c)
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predicted by a copy, %" PRIu64
             " passed by (back-off)\n", "stalls seen (other than predicted)",
             c->stalls_unpredicted, c->stalls_predicted, c->backed_off);
-    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " live, %" PRIu64 " ended stuck\n",
-            "speculative copies made", c->copies, c->live, c->stuck_ended);
+    fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " live, %" PRIu64 " ended stuck, %" PRIu64
+            " ended or not made for memory\n", "speculative copies made", c->copies, c->live,
+            c->stuck_ended, c->memory_ended);
     fprintf(out, "  %-40s %12.3f  ms in all, %.3f ms at most (clone and fd offsets)\n",
             "program's threads held to make them", (double)c->held_ns / 1e6,
             (double)c->held_max_ns / 1e6);
@@ -368,13 +369,14 @@ static void json_supervisor(FILE *out, const struct run_result *r)
     }
     fprintf(out, "{\"stalls_unpredicted\": %" PRIu64 ", \"stalls_predicted\": %" PRIu64
             ", \"backed_off\": %" PRIu64 ", \"copies\": %" PRIu64 ", \"live\": %" PRIu64
-            ", \"stuck_ended\": %" PRIu64 ", \"not_made\": %" PRIu64
+            ", \"stuck_ended\": %" PRIu64 ", \"memory_ended\": %" PRIu64
+            ", \"not_made\": %" PRIu64
             ", \"shared_memory\": %" PRIu64 ", \"traced\": %" PRIu64
             ", \"held_s\": %.6f, \"held_max_s\": %.6f, \"prefetches\": %" PRIu64
             ", \"prefetch_bytes\": %" PRIu64 ", \"predictions\": %" PRIu64
             ", \"calls_served\": %" PRIu64 ", \"opens\": %" PRIu64 ", \"retired\": %s}",
             c->stalls_unpredicted, c->stalls_predicted, c->backed_off, c->copies, c->live,
-            c->stuck_ended, c->not_made, c->shared_memory, c->traced, seconds(c->held_ns),
+            c->stuck_ended, c->memory_ended, c->not_made, c->shared_memory, c->traced, seconds(c->held_ns),
             seconds(c->held_max_ns), s->prefetches, s->bytes, s->predictions, s->calls,
             s->opens, c->retired ? "true" : "false");
 }

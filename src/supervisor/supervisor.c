@@ -34,6 +34,8 @@ void supervisor_init(struct supervisor *s, pid_t pid, unsigned horizon)
     s->copy.oc = (struct outside_copy){ .pidfd = -1, .listener = -1 };
     s->copy.counts = &s->counts.served;
     s->counts.enabled = outside_copy_prepare() == 0;
+    if (specx_memcg_of(pid, &s->memcg) == 0)
+        s->memcg_limit = specx_memcg_limit(&s->memcg);
     specx_trust_reset();
     specx_backoff_reset();
 }
@@ -115,16 +117,25 @@ static void count_refusal(struct supervisor *s, enum outside_refusal why)
         s->counts.not_made++;
 }
 
-/* The memory bound of the horizon in the program's memory cgroup, if it has a limit. */
-static uint64_t memcg_horizon_bytes(pid_t pid)
+/* Whether the program's memory cgroup, if it has a limit, is within an eighth of it. A copy's
+ * private pages and its prefetches are charged there: no copy lives then, so that the program
+ * never meets its limit because of one (the runtime's control, §6, does this with its own
+ * accounting; seen from outside, the group's usage is what there is). */
+static bool memory_short(const struct supervisor *s)
 {
-    struct specx_cgroup cg;
-    return specx_memcg_of(pid, &cg) == 0 ? specx_horizon_memcg_bytes(specx_memcg_limit(&cg)) : 0;
+    if (s->memcg_limit == 0)
+        return false;
+    uint64_t margin = s->memcg_limit / SPECX_HORIZON_MEMCG_SHARE;
+    return specx_memcg_usage(&s->memcg) + margin > s->memcg_limit;
 }
 
 static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
 {
     struct held_thread t;
+    if (memory_short(s)) {
+        s->counts.memory_ended++;
+        return;
+    }
     if (outside_copy_maps_shared_memory(s->pid)) { /* refused without holding the program */
         s->counts.shared_memory++;
         return;
@@ -152,7 +163,7 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
     s->copy.dry = !specx_trust_live();
     s->copy.read = 0;
     s->copy.horizon = s->horizon;
-    s->copy.memcg_bytes = memcg_horizon_bytes(s->pid);
+    s->copy.memcg_bytes = specx_horizon_memcg_bytes(s->memcg_limit);
     predictions_reset(&s->copy.log);
     s->program_read0 = program_read(s->pid);
     s->made_ino = r->ino;
@@ -211,8 +222,12 @@ void supervisor_sampled(void *p, const struct specx_blocked_read *r, const bool 
         s->parked = false;
         s->last_call_ns = specx_now_ns();
     }
-    if (!s->parked && specx_now_ns() - s->last_call_ns > STUCK_NS)
+    if (!s->parked && specx_now_ns() - s->last_call_ns > STUCK_NS) {
         end_copy(s, COPY_STUCK);
+    } else if (memory_short(s)) {
+        end_copy(s, COPY_GONE); /* reaped: its memory is given back before the next sample */
+        s->counts.memory_ended++;
+    }
 }
 
 /* Serves the copy's next call, if one comes before DEADLINE (one already waiting, if that

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "blocked_reads.h"
+#include "cgroup.h"
 #include "serve.h"
 
 struct supervisor_counts {
@@ -25,6 +26,7 @@ struct supervisor_counts {
     uint64_t stalls_unpredicted;/* stalls no copy foresaw (a new copy, unless backing off) */
     uint64_t backed_off;        /* of those, passed without a copy (policy/backoff.h) */
     uint64_t stuck_ended;       /* copies ended after 1 s without a read */
+    uint64_t memory_ended;      /* copies ended, or not made, for the program's memory */
     uint64_t held_ns;           /* time the program's threads were held stopped, in all */
     uint64_t held_max_ns;       /* the longest single hold */
     struct serve_counts served;
@@ -38,6 +40,8 @@ struct supervisor {
     struct served_copy copy;/* copy.oc.pid == 0: none */
     uint64_t made_ino;      /* the file of the stall that made it (back-off is per file) */
     uint64_t program_read0; /* the program's rchar when it was made */
+    struct specx_cgroup memcg; /* the program's memory cgroup */
+    uint64_t memcg_limit;   /* its limit; 0: none */
     uint64_t last_call_ns;  /* the copy's last served call */
     bool parked;            /* a call of the copy waits for its horizon */
     struct seccomp_notif parked_req;
