@@ -57,3 +57,14 @@ def test_shared_memory_writes_are_the_programs_alone(env, data, mode, cow):  # n
         assert "OPEN" not in plain.stdout and "write faults 16," in plain.stdout
     if mode == "mapfile":
         assert plain.files["mapped.out"][0] == "file"
+
+
+@pytest.mark.parametrize("mode", ["mapfile", "shmanon", "posixshm", "mprotect"])
+def test_shared_memory_writes_are_the_programs_alone_through_the_supervisor(env, data, mode):  # noqa: F811
+    """The same through the supervisor (--backend=trace), which makes its copy's shared
+    mappings private from outside before sealing it (/proc/self/map_files; root)."""
+    with copies_get_cpu(MEMSHARE):
+        plain, _ = assert_same(env, [str(MEMSHARE), mode, data], options=("--backend=trace",))
+    assert plain.returncode == 0, plain.stderr
+    supervisor = json.loads((env["top"] / "stats.json").read_text())["supervisor"]
+    assert supervisor["shared_memory"] == 0 and supervisor["not_made"] == 0, supervisor

@@ -51,6 +51,9 @@ MODES = {m.name: m for m in [
     Mode("specx-nomemctl", "cold, `specx run --no-memory-control`: speculation never stopped "
          "for its memory overhead (what the control of §6 prevents)", DROP_CACHES,
          _specx_run("--no-memory-control"), "libspecx.so"),
+    Mode("specx-trace", "cold, `specx run --backend=trace`: the supervisor from outside the "
+         "process, whatever the program (docs/DESIGN.md §9.1)", DROP_CACHES,
+         _specx_run("--backend=trace"), "libspecx.so"),
     Mode("specx-warm", "all data resident, under `specx run`: what specx costs when nothing "
          "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "libspecx.so"),
     Mode("specx-basic", "cold, `specx run --refork=basic --cow=basic`: copies made by plain "

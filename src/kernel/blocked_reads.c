@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -28,6 +29,16 @@ static uint64_t fd_position(pid_t pid, int fd)
                    specx_kfile_key_u64(text, "pos:", &pos)
                ? pos
                : 0;
+}
+
+char specx_thread_state(pid_t pid, pid_t tid)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    if (specx_kfile_read(path, text, sizeof text) <= 0)
+        return 0;
+    const char *p = strrchr(text, ')'); /* the name may hold anything but ends there */
+    return p && p[1] == ' ' ? p[2] : 0;
 }
 
 /* Whether TID is blocked in a read-family call on a regular file; fills R if so. */

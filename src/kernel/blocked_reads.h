@@ -24,4 +24,8 @@ struct specx_blocked_read {
  * the file system's server and wait for its answer. */
 int specx_blocked_reads(pid_t pid, struct specx_blocked_read *out, size_t max);
 
+/* The scheduler state of thread TID of PID ('R', 'S', 'D'...; /proc/PID/task/TID/stat), 0 if
+ * it is gone. */
+char specx_thread_state(pid_t pid, pid_t tid);
+
 #endif

@@ -2,6 +2,7 @@
 #include "outside_copy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "proc_path.h"
 #include "sandbox/sandbox_filter.h"
 
 #ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
@@ -71,30 +73,73 @@ bool outside_copy_maps_shared_memory(pid_t pid)
     return shared;
 }
 
-/* Installs the filter in the held copy with a user-notification listener, takes the listener
- * and closes the copy's descriptor of it (close being served, the supervisor answers it). */
-static int install_filter(struct held_thread *copy, struct outside_copy *c)
+/* Writes LEN bytes of DATA at ADDR in process PID. */
+static int remote_write(pid_t pid, uint64_t addr, const void *data, size_t len)
 {
-    const uint64_t mmap_args[6] = { 0, SCRATCH_BYTES, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 };
-    long scratch = held_syscall(copy, SYS_mmap, mmap_args);
-    if (scratch < 0 && scratch > -4096)
-        return (int)scratch;
+    struct iovec local = { (void *)data, len }, remote = { (void *)addr, len };
+    return process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+bool outside_copy_can_privatize(void)
+{
+    return geteuid() == 0;
+}
+
+/* The copy's shared mappings become private copy-on-write mappings of the same pages, as
+ * privatize.c makes them in the runtime's copy (§3): each is mapped again MAP_PRIVATE |
+ * MAP_FIXED from /proc/self/map_files, which only a privileged process may open. The copy
+ * then reads what the program wrote there and writes only its own pages. */
+static int privatize_shared(struct held_thread *copy, uint64_t scratch)
+{
+    char *buf;
+    size_t size;
+    if (specx_maps_read_of(copy->tid, &buf, &size) < 0)
+        return -EIO;
+    int err = 0;
+    struct specx_mapping m;
+    for (char *line = buf; *line && err == 0;) {
+        line = specx_maps_parse_line(line, &m);
+        if (!m.shared)
+            continue;
+        char path[SPECX_PROC_MAP_FILES_PATH_MAX];
+        specx_proc_map_files_path(path, m.start, m.end);
+        err = remote_write(copy->tid, scratch, path, strlen(path) + 1);
+        long fd = err ? err : call(copy, SYS_openat, (uint64_t)AT_FDCWD, scratch, O_RDONLY);
+        if (fd < 0) {
+            err = (int)fd;
+            break;
+        }
+        const uint64_t args[6] = { m.start, m.end - m.start, (uint64_t)m.prot,
+                                   MAP_PRIVATE | MAP_FIXED, (uint64_t)fd, m.offset };
+        long at = held_syscall(copy, SYS_mmap, args);
+        call(copy, SYS_close, (uint64_t)fd, 0, 0);
+        if (at != (long)m.start)
+            err = -EIO;
+    }
+    munmap(buf, size);
+    return err;
+}
+
+/* Installs the filter in the held copy with a user-notification listener (the program written
+ * at SCRATCH), takes the listener and closes the copy's descriptor of it (close being served,
+ * the supervisor answers it). */
+static int install_filter(struct held_thread *copy, struct outside_copy *c, uint64_t scratch)
+{
     static struct sock_filter insns[FILTER_MAX];
     long n = specx_filter_export(copy->tid, insns, FILTER_MAX);
     if (n < 0)
         return (int)n;
     struct sock_fprog prog = { .len = (unsigned short)n,
                                .filter = (struct sock_filter *)(scratch + 64) };
-    struct iovec local[2] = { { &prog, sizeof prog }, { insns, (size_t)n * sizeof insns[0] } };
-    struct iovec remote[2] = { { (void *)scratch, sizeof prog },
-                               { (void *)(scratch + 64), (size_t)n * sizeof insns[0] } };
-    if (process_vm_writev(copy->tid, local, 2, remote, 2, 0) < 0)
-        return -errno;
+    int werr = remote_write(copy->tid, scratch, &prog, sizeof prog);
+    if (werr == 0)
+        werr = remote_write(copy->tid, scratch + 64, insns, (size_t)n * sizeof insns[0]);
+    if (werr)
+        return werr;
     long err = call(copy, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0);
     long fd = err ? err
                   : call(copy, SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                         SECCOMP_FILTER_FLAG_NEW_LISTENER, (uint64_t)scratch);
+                         SECCOMP_FILTER_FLAG_NEW_LISTENER, scratch);
     if (fd < 0)
         return (int)fd;
     c->listener = (int)syscall(SYS_pidfd_getfd, c->pidfd, (int)fd, 0);
@@ -114,17 +159,30 @@ static int install_filter(struct held_thread *copy, struct outside_copy *c)
         ioctl(c->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
     }
     held_syscall_end(copy);
-    return (int)call(copy, SYS_munmap, (uint64_t)scratch, SCRATCH_BYTES, 0);
+    return 0;
 }
 
-/* Seals the held copy: what the runtime's copy does to itself (copy/copy.c), from outside. */
-static int seal(struct held_thread *copy, struct outside_copy *c)
+/* Seals the held copy: what the runtime's copy does to itself (copy/copy.c), from outside.
+ * A scratch mapping of its own holds what the injected calls read (paths, the filter). */
+static int seal(struct held_thread *copy, struct outside_copy *c, bool shared)
 {
     long err = call(copy, SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0);
     if (err == 0)
         err = call(copy, SYS_setpgid, 0, 0, 0);
+    const uint64_t mmap_args[6] = { 0, SCRATCH_BYTES, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0 };
+    long scratch = err ? err : held_syscall(copy, SYS_mmap, mmap_args);
+    if (scratch < 0 && scratch > -4096)
+        return (int)scratch;
+    if (shared)
+        err = privatize_shared(copy, (uint64_t)scratch);
     if (err == 0)
-        err = install_filter(copy, c);
+        err = install_filter(copy, c, (uint64_t)scratch);
+    if (err == 0)
+        err = call(copy, SYS_munmap, (uint64_t)scratch, SCRATCH_BYTES, 0);
+    /* Idle CPU. Not the idle disk class: what it reads itself are page faults, and a program
+     * that faults the same page then waits for the copy's read at that class (measured on
+     * the stencil, docs/DESIGN.md §9.1); its file reads are the supervisor's prefetches. */
     struct sched_param idle = { 0 };
     if (err == 0)
         err = sched_setscheduler(copy->tid, SCHED_IDLE, &idle) < 0 ? -errno : 0;
@@ -157,10 +215,13 @@ enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_cop
     if (pid <= 0)
         return OUTSIDE_FAILED;
     enum outside_refusal why = OUTSIDE_MADE;
-    if (outside_copy_maps_shared_memory(pid))
+    bool shared = outside_copy_maps_shared_memory(pid);
+    if (shared && !outside_copy_can_privatize())
         why = OUTSIDE_SHARED_MEMORY;
-    else if (c->pidfd < 0 || seal(&copy, c) != 0)
+    else if (c->pidfd < 0 || seal(&copy, c, shared) != 0)
         why = OUTSIDE_FAILED;
+    else if (outside_copy_maps_shared_memory(pid)) /* what the filter relies on, checked */
+        why = OUTSIDE_SHARED_MEMORY;
     if (why != OUTSIDE_MADE) {
         outside_copy_end(c);
         return why;

@@ -24,15 +24,19 @@ struct outside_copy {
 /* Why no copy was made, for the report. */
 enum outside_refusal {
     OUTSIDE_MADE,
-    OUTSIDE_SHARED_MEMORY, /* the program maps memory shared with someone: a copy could write it */
+    OUTSIDE_SHARED_MEMORY, /* shared mappings the supervisor cannot make private (not root) */
     OUTSIDE_FAILED,        /* a step failed (clone, seccomp...); errno-like detail in the log */
 };
 
 /* Whether process PID maps anything shared (a file opened for writing, shared anonymous
- * memory, System V segments, an io_uring): a copy could write through it, and the filter
- * cannot tell one shared mapping from another, so none is made. Looked at in the program
- * before holding a thread, and in the copy, whose maps are fixed at the clone. */
+ * memory, System V segments, memfd, an io_uring): a copy could write through it, and the
+ * filter cannot tell one shared mapping from another. */
 bool outside_copy_maps_shared_memory(pid_t pid);
+
+/* Whether the supervisor may make a copy's shared mappings private (it can open
+ * /proc/PID/map_files: root). Otherwise no copy is made of a program with shared mappings,
+ * which is looked at before a thread of it is held. */
+bool outside_copy_can_privatize(void);
 
 /* Compiles the copy's filter, once, before the first copy. Returns 0 or -errno. */
 int outside_copy_prepare(void);

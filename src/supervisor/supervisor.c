@@ -81,17 +81,6 @@ static void end_copy(struct supervisor *s, enum copy_end why)
     s->counts.stuck_ended += why == COPY_STUCK;
 }
 
-/* The scheduler state of thread TID of PID ('R', 'S', 'D'...), 0 if it is gone. */
-static char thread_state(pid_t pid, pid_t tid)
-{
-    char path[64], text[512];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-    if (specx_kfile_read(path, text, sizeof text) <= 0)
-        return 0;
-    const char *p = strrchr(text, ')'); /* the name may hold anything but ends there */
-    return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* Waits for the stalled thread to come back from its read (§9.1: a thread in a FUSE wait is
  * never interrupted; it is cloned with the data it now has). */
 static bool wait_running(pid_t pid, pid_t tid)
@@ -99,7 +88,7 @@ static bool wait_running(pid_t pid, pid_t tid)
     uint64_t deadline = specx_now_ns() + RETURN_WAIT_NS;
     const struct timespec poll = { 0, (long)RETURN_POLL_NS };
     while (specx_now_ns() < deadline) {
-        char state = thread_state(pid, tid);
+        char state = specx_thread_state(pid, tid);
         if (state == 'R')
             return true;
         if (state == 0 || state == 'Z' || state == 'X' || state == 'T' || state == 't')
@@ -136,7 +125,8 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
         s->counts.memory_ended++;
         return;
     }
-    if (outside_copy_maps_shared_memory(s->pid)) { /* refused without holding the program */
+    if (!outside_copy_can_privatize() && outside_copy_maps_shared_memory(s->pid)) {
+        /* refused without holding the program */
         s->counts.shared_memory++;
         return;
     }
