@@ -25,7 +25,7 @@ PROGRAMS = BUILD / "bench" / "programs"
 def test_mode_registry_has_the_paper_comparison(monkeypatch):
     monkeypatch.setenv("SPECX_EXE", "/x/specx")
     assert list(modes.MODES) == ["cold", "warm", "nospec", "specx", "specx-nomemctl",
-                                 "specx-warm", "specx-basic", "specx-fast"]
+                                 "specx-trace", "specx-warm", "specx-basic", "specx-fast"]
     assert modes.MODES["cold"].prepare == modes.DROP_CACHES
     assert modes.MODES["warm"].prepare == modes.TOUCH_DATA
     assert modes.MODES["specx-warm"].prepare == modes.TOUCH_DATA

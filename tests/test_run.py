@@ -150,7 +150,11 @@ def test_the_supervisor_stands_aside_for_a_tracer(specx, tmp_path, cold_tree):
                            "--", treesum, directory], capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, plain.stdout)
     supervisor = json.loads(report.read_text())["supervisor"]
-    assert supervisor["copies"] == 0 and supervisor["traced"] >= 1, supervisor
+    # Every stall seen was stood aside for, but one whose thread ended before it was looked
+    # at (not_made); a loaded machine may see none.
+    assert supervisor["copies"] == 0, supervisor
+    assert supervisor["traced"] + supervisor["not_made"] == supervisor["stalls_unpredicted"]
+    assert supervisor["traced"] > 0 or supervisor["stalls_unpredicted"] == 0, supervisor
 
 
 def test_a_go_program_is_served_by_the_supervisor(specx, tmp_path):

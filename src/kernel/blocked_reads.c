@@ -31,6 +31,15 @@ static uint64_t fd_position(pid_t pid, int fd)
                : 0;
 }
 
+bool specx_thread_traced(pid_t pid, pid_t tid)
+{
+    char path[64], text[2048];
+    uint64_t tracer = 0;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
+    return specx_kfile_read(path, text, sizeof text) > 0 &&
+           specx_kfile_key_u64(text, "TracerPid:", &tracer) && tracer != 0;
+}
+
 char specx_thread_state(pid_t pid, pid_t tid)
 {
     char path[64], text[512];

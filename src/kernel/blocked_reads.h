@@ -5,6 +5,7 @@
 #ifndef SPECX_KERNEL_BLOCKED_READS_H
 #define SPECX_KERNEL_BLOCKED_READS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,5 +28,8 @@ int specx_blocked_reads(pid_t pid, struct specx_blocked_read *out, size_t max);
 /* The scheduler state of thread TID of PID ('R', 'S', 'D'...; /proc/PID/task/TID/stat), 0 if
  * it is gone. */
 char specx_thread_state(pid_t pid, pid_t tid);
+
+/* Whether thread TID of PID is traced by someone (TracerPid in its status): a debugger. */
+bool specx_thread_traced(pid_t pid, pid_t tid);
 
 #endif

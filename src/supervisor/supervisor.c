@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -130,6 +129,10 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
         s->counts.shared_memory++;
         return;
     }
+    if (specx_thread_traced(s->pid, r->tid)) { /* a debugger: specx stands aside */
+        s->counts.traced++;
+        return;
+    }
     if (!wait_running(s->pid, r->tid)) {
         s->counts.not_made++;
         return;
@@ -137,7 +140,7 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
     int err = held_stop(&t, r->tid);
     if (err) {
         if (err == -EPERM)
-            s->counts.traced++; /* a debugger: specx stands aside */
+            s->counts.traced++; /* one that came in meanwhile */
         else if (err != -ESRCH)
             s->counts.not_made++;
         return;
