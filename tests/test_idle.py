@@ -210,7 +210,10 @@ def test_dirty_data_is_bounded_and_written_back_in_the_idle_class(specx, clean, 
     assert out.stat().st_size == 128 << 20
     disk = json.loads(report.read_text())["disk"]
     assert disk["dirty_bound_bytes"] == 8 << 20
-    assert disk["dirty_holds"] >= 1 and disk["files_flushed"] >= 1
+    # Write-back was started; the writer was held unless that write-back alone kept it within
+    # the bound (seen in one run of eight here: peak 8 MiB, 45 files flushed, no hold).
+    assert disk["files_flushed"] >= 1
+    assert disk["dirty_holds"] >= 1 or disk["dirty_peak_bytes"] <= disk["dirty_bound_bytes"]
     # The bound holds to what the writer adds in one 10 ms sample before the first hold (dd
     # reaches 40-55 MiB here) and what the kernel's batched counters hide; unbounded, all
     # 128 MiB stay unwritten on a machine with memory to spare.
