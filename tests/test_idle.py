@@ -229,11 +229,15 @@ def start_idle(*args):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_ends_the_command_and_leaves_nothing(specx, clean, tmp_path, sig):
     marker = tmp_path / f"up-{uuid.uuid4().hex[:8]}"
+    # A duration of its own: a `sleep 1000` another test left behind must not pass for this
+    # command being up (seen once: the signal then came before the command had started, it
+    # never got it, and specx idle killed it after the grace time, exiting 137).
+    seconds = f"1000.{uuid.uuid4().int % 10**6:06d}"
     idle = start_idle("--isolate", tmp_path, "--", "sh", "-c",
-                      f"echo x > {tmp_path}/written; touch {marker}; exec sleep 1000")
+                      f"echo x > {tmp_path}/written; touch {marker}; exec sleep {seconds}")
     # The marker is written inside the overlay: the test sees the command is up by its
     # process, not by the file.
-    assert wait_for(lambda: any(b"sleep\x001000" in p.read_bytes()
+    assert wait_for(lambda: any(f"sleep\x00{seconds}".encode() in p.read_bytes()
                                 for p in pathlib.Path("/proc").glob("[0-9]*/cmdline")
                                 if p.exists()))
     idle.send_signal(sig)
