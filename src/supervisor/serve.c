@@ -94,6 +94,12 @@ static int remote_from_iov(pid_t pid, uint64_t addr, uint64_t count, struct remo
     return 0;
 }
 
+/* The copy's descriptor the call names in its first argument; NULL if none is open there. */
+static struct copy_fd *call_fd(struct served_copy *c, const struct seccomp_notif *req)
+{
+    return copy_fds_resolve(&c->oc.fds, (int)req->data.args[0]);
+}
+
 /* ---- reads: data in memory is copied, the rest prefetched (§4.1.2) ---- */
 
 struct fetch {
@@ -238,7 +244,7 @@ static int64_t serve_read(struct served_copy *c, const struct seccomp_notif *req
 {
     int nr = req->data.nr;
     const __u64 *a = req->data.args;
-    struct copy_fd *f = copy_fds_resolve(&c->oc.fds, (int)a[0]);
+    struct copy_fd *f = call_fd(c, req);
     if (!f || f->kind == COPY_FD_UNREADABLE)
         return -EBADF;
     bool vector = nr == SYS_readv || nr == SYS_preadv || nr == SYS_preadv2;
@@ -265,30 +271,29 @@ static int64_t serve_read(struct served_copy *c, const struct seccomp_notif *req
 
 static int64_t serve_lseek(struct served_copy *c, const struct seccomp_notif *req)
 {
-    const __u64 *a = req->data.args;
-    struct copy_fd *f = copy_fds_resolve(&c->oc.fds, (int)a[0]);
+    int64_t off = (int64_t)req->data.args[1], size, pos;
+    int whence = (int)req->data.args[2];
+    struct copy_fd *f = call_fd(c, req);
+    struct stat st;
     if (!f)
         return -EBADF;
-    if (f->kind == COPY_FD_DIR) {
-        off_t pos = lseek(f->own, (off_t)a[1], (int)a[2]);
-        return pos < 0 ? -errno : pos;
-    }
+    if (f->kind == COPY_FD_DIR)
+        return (pos = lseek(f->own, (off_t)off, whence)) < 0 ? -errno : pos;
     if (f->kind != COPY_FD_FILE)
         return -ESPIPE;
-    struct stat st;
     if (fstat(f->own, &st) < 0)
         return -errno;
-    int64_t off = (int64_t)a[1], size = st.st_size, pos;
-    switch ((int)a[2]) {
+    size = st.st_size;
+    if ((whence == SEEK_DATA || whence == SEEK_HOLE) && (off < 0 || off >= size))
+        return -ENXIO;
+    switch (whence) {
     case SEEK_SET: pos = off; break;
     case SEEK_CUR: pos = (int64_t)f->pos + off; break;
     case SEEK_END: pos = size + off; break;
-    case SEEK_DATA: pos = off < size ? off : -ENXIO; break; /* as for a file without holes */
-    case SEEK_HOLE: pos = off < size ? size : -ENXIO; break;
+    case SEEK_DATA: pos = off; break; /* as for a file without holes */
+    case SEEK_HOLE: pos = size; break;
     default: return -EINVAL;
     }
-    if (pos == -ENXIO)
-        return pos;
     if (pos < 0)
         return -EINVAL;
     f->pos = (uint64_t)pos;
@@ -298,7 +303,7 @@ static int64_t serve_lseek(struct served_copy *c, const struct seccomp_notif *re
 static int64_t serve_getdents(struct served_copy *c, const struct seccomp_notif *req)
 {
     const __u64 *a = req->data.args;
-    struct copy_fd *f = copy_fds_resolve(&c->oc.fds, (int)a[0]);
+    struct copy_fd *f = call_fd(c, req);
     if (!f)
         return -EBADF;
     if (f->kind != COPY_FD_DIR)
