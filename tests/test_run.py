@@ -136,6 +136,35 @@ def test_a_static_program_is_served_from_outside(specx, tmp_path, cold_tree):
 
 
 @pytest.mark.root
+def test_the_supervisor_serves_an_unprivileged_user(specx):
+    """What the kernel gives an unprivileged supervisor is enough: as nobody, over files it does
+    not own (the page cache's state of them is not told to it, so every page is taken for
+    missing), the static reader's copies are made and served; its output is its own."""
+    treesum = BUILD / "bench" / "programs" / "treesum-static"
+    if not treesum.exists():
+        pytest.skip("treesum-static was not built (no static C library here)")
+    top = pathlib.Path(tempfile.mkdtemp(prefix="specx-run-nobody-"))
+    try:
+        top.chmod(0o755)
+        backing = top / "backing"
+        backing.mkdir()
+        for i in range(30):
+            (backing / f"f{i:02d}").write_bytes(os.urandom(20000))
+        with slowfs_mount(backing, top / "mnt", "--preset", "paper2003") as mnt:
+            plain = subprocess.run([treesum, mnt], capture_output=True, text=True, timeout=60)
+            drop_caches()
+            as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            proc = subprocess.run([*as_nobody, specx, "run", "--json", "-", "--",
+                                   treesum, mnt], capture_output=True, text=True, timeout=120)
+        out, _, json_text = proc.stdout.partition("{")
+        report = json.loads("{" + json_text)
+        assert (proc.returncode, out) == (0, plain.stdout), proc.stderr
+        assert report["mechanism"] == "supervisor" and report["supervisor"]["traced"] == 0
+    finally:
+        shutil.rmtree(top)
+
+
+@pytest.mark.root
 def test_the_supervisor_stands_aside_for_a_tracer(specx, tmp_path, cold_tree):
     """A program someone already traces (strace here; a debugger alike) is left alone: the
     supervisor cannot seize its thread, counts the stall and makes no copy."""

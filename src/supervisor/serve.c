@@ -182,8 +182,10 @@ static int read_step(struct served_copy *c, int fd, struct fetch *f, const struc
                      uint64_t at, uint64_t off, uint64_t end)
 {
     unsigned char vec[STEP_PAGES];
-    if (specx_uptodate_pages(fd, off, end - off, vec) < 0)
-        return copy_resident(c->oc.pid, fd, r, at, off, end); /* cannot tell: read (may wait) */
+    if (specx_uptodate_pages(fd, off, end - off, vec) < 0) { /* cannot tell: take it as missing */
+        fetch_add(c, fd, f, off, end);
+        return 0;
+    }
     uint64_t first = off & ~(uint64_t)(SPECX_PAGE_SIZE - 1);
     for (uint64_t run = off; run < end;) {
         bool here = vec[(run - first) / SPECX_PAGE_SIZE] & 1;
@@ -215,21 +217,27 @@ static int64_t read_file(struct served_copy *c, struct copy_fd *f, const struct 
     uint64_t len = specx_clamp_to_eof(off, remote_size(r), (uint64_t)st.st_size);
     if (len == 0)
         return 0;
+    /* The page cache's state of a file is told only to its owner or a writer (cachestat and
+     * mincore answer others EPERM): then every page is taken for missing and the copy runs on
+     * what its buffer held, as the runtime's copy does. The supervisor never waits for data. */
     int64_t cached = specx_cached_pages(f->own, off, len);
-    bool resident = cached >= 0 && (uint64_t)cached == specx_pages_spanned(off, len);
+    bool known = cached >= 0;
+    bool resident = known && (uint64_t)cached == specx_pages_spanned(off, len);
     if (!resident && nowait)
         return -EAGAIN; /* preadv2(RWF_NOWAIT) says so of data not in memory */
     if (!resident && horizon_full(c, len))
         return PARK;
     bool sequential = off == 0 || off == f->read_end;
     struct fetch fetch = { .ino = st.st_ino, .off = off, .end = off };
-    for (uint64_t done = 0; done < len;) {
+    for (uint64_t done = 0; done < len && known;) {
         uint64_t step = len - done < STEP_BYTES ? len - done : STEP_BYTES;
         int err = read_step(c, f->own, &fetch, r, done, off + done, off + done + step);
         if (err)
             return err;
         done += step;
     }
+    if (!known)
+        fetch_add(c, f->own, &fetch, off, off + len);
     if (fetch.end == off + len) /* the read ends in missing data: reach on as the program will */
         fetch_add(c, f->own, &fetch, fetch.off,
                   specx_prefetch_end(sequential, off + len, (uint64_t)st.st_size));
