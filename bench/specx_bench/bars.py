@@ -22,8 +22,19 @@ FAST_REFORK_S = 1e-3
 ONE_WAY_COW = 0.01
 
 
+# What `specx run` reports under other names when its supervisor served the program (a static
+# or Go one, or --backend=trace; docs/DESIGN.md §9.1).
+SUPERVISOR_KEYS = {"spec_prefetches": "prefetches", "spec_created": "copies"}
+
+
+def _total(report, key):
+    if report.get("mechanism") == "supervisor" and key in SUPERVISOR_KEYS:
+        return (report.get("supervisor") or {}).get(SUPERVISOR_KEYS[key])
+    return report["total"].get(key)
+
+
 def _median_total(runs, key):
-    values = [r["report"]["total"].get(key) for r in runs]
+    values = [_total(r["report"], key) for r in runs]
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 

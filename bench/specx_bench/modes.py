@@ -97,7 +97,11 @@ def read_report(path):
 
 def stalls(report):
     """(count, seconds) of the normal process's I/O stalls as `specx run` reports them
-    ("stalls": {"count", "time_s"}), or (None, None) when the report has none."""
+    ("stalls": {"count", "time_s"}; where its supervisor served the program, the reads it saw
+    blocked from outside), or (None, None) when the report has none."""
+    if (report or {}).get("mechanism") == "supervisor":
+        seen = report.get("seen_from_outside") or {}
+        return seen.get("blocked_reads"), seen.get("blocked_s")
     found = (report or {}).get("stalls")
     if not isinstance(found, dict):
         return None, None
