@@ -107,14 +107,22 @@ def test_supervisor_copy_has_no_visible_effect(scratch):
     backing = scratch / "cold"
     backing.mkdir()
     for name in ("one", "two"):
-        (backing / name).write_bytes(os.urandom(4 << 20))
+        (backing / name).write_bytes(os.urandom(16 << 20))
     report = scratch / "report.json"
     wrapper = [SPECX, "run", "--backend=trace", "--json", report, "--"]
-    with slowfs_mount(backing, scratch / "mnt", "--preset", "paper2003") as mnt, \
-            copies_get_cpu(PROBE):
-        drop_caches()
-        outcome = run_probe(scratch, os.geteuid(), wrapper, (mnt / "one", mnt / "two"))
-    assert_nothing_escaped(*outcome, checks=15)
-    supervisor = json.loads(report.read_text())["supervisor"]
+    # Nothing may escape in any run; one in which a copy ran its attempts is needed for that
+    # to mean something, and beside busy CPUs the supervisor (nice 19) may miss every stall
+    # of one run: up to three runs.
+    for attempt in range(3):
+        with slowfs_mount(backing, scratch / "mnt", "--preset", "paper2003") as mnt, \
+                copies_get_cpu(PROBE):
+            drop_caches()
+            outcome = run_probe(scratch, os.geteuid(), wrapper, (mnt / "one", mnt / "two"))
+        assert_nothing_escaped(*outcome, checks=15)
+        supervisor = json.loads(report.read_text())["supervisor"]
+        if supervisor["copies"] >= 1 and supervisor["calls_served"] >= 20:
+            break
+        shutil.rmtree(scratch / "tree")
+        (scratch / "listener.sock").unlink()
     assert supervisor["copies"] >= 1, supervisor
     assert supervisor["calls_served"] >= 20, supervisor

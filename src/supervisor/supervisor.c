@@ -21,8 +21,9 @@
  * runtime's bound (copy/copy_idle.c). */
 #define STUCK_NS (1000ull * 1000 * 1000)
 /* How long a thread that stalled may take to come back from its read before the chance to
- * clone it there is let go, and how often it is looked at meanwhile. */
-#define RETURN_WAIT_NS (100ull * 1000 * 1000)
+ * clone it there is let go, and how often it is looked at meanwhile. Generous: beside busy
+ * CPUs the supervisor (nice 19) may not look for tens of milliseconds. */
+#define RETURN_WAIT_NS (500ull * 1000 * 1000)
 #define RETURN_POLL_NS (20ull * 1000)
 
 void supervisor_init(struct supervisor *s, pid_t pid, unsigned horizon)
@@ -86,15 +87,15 @@ static bool wait_running(pid_t pid, pid_t tid)
 {
     uint64_t deadline = specx_now_ns() + RETURN_WAIT_NS;
     const struct timespec poll = { 0, (long)RETURN_POLL_NS };
-    while (specx_now_ns() < deadline) {
+    for (;;) { /* looked at once more after the deadline: a late wake-up is not an answer */
+        bool late = specx_now_ns() >= deadline;
         char state = specx_thread_state(pid, tid);
         if (state == 'R')
             return true;
-        if (state == 0 || state == 'Z' || state == 'X' || state == 'T' || state == 't')
+        if (late || state == 0 || state == 'Z' || state == 'X' || state == 'T' || state == 't')
             return false;
         nanosleep(&poll, NULL);
     }
-    return false;
 }
 
 static void count_refusal(struct supervisor *s, enum outside_refusal why)

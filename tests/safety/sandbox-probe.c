@@ -892,7 +892,7 @@ static _Noreturn void attempt_everything_and_exit(void)
 
 static int run_outside(const char *cold1, const char *cold2)
 {
-    static char buf[4 << 20];
+    static char buf[16 << 20];
     set_up_ipc();
     set_up_private_stand_ins();
     file_first = FILE_DATA[0];
