@@ -73,11 +73,11 @@ static bool signal_pending(pid_t tid)
 
 /* A call the stop interrupted into EINTR (epoll_wait, semop, sigtimedwait... which a stop
  * signal makes fail too, signal(7)) runs again when the thread resumes, as if no stop had
- * come; unless a signal is pending, which may be what interrupted it. Restartable calls
- * (-ERESTART*) are restarted by the kernel itself. */
+ * come. A thread with a signal pending, which may be what interrupted it, is never held
+ * (held_stop). Restartable calls (-ERESTART*) are restarted by the kernel itself. */
 static void rewind_interrupted_call(struct held_thread *t)
 {
-    if ((long)t->regs.orig_rax < 0 || (long)t->regs.rax != -EINTR || signal_pending(t->tid))
+    if ((long)t->regs.orig_rax < 0 || (long)t->regs.rax != -EINTR)
         return;
     t->regs.rax = t->regs.orig_rax;
     t->regs.rip -= SYSCALL_INSN_LEN;
@@ -143,6 +143,11 @@ int held_stop(struct held_thread *t, pid_t tid)
     if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0)
         return -errno;
     int err = ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 ? -errno : wait_interrupt_stop(tid);
+    /* A signal waiting to be taken (a fault's SIGSEGV raised just as the stop came, say) would
+     * be taken at the first injected step, and could only be given back without its details
+     * (si_addr, si_code): the thread is let go at once to take it, and no copy is made. */
+    if (err == 0 && signal_pending(tid))
+        err = -EAGAIN;
     if (err == 0)
         err = fill_held(t, tid, vdso_base(tid));
     if (err && err != -ESRCH)
@@ -163,13 +168,16 @@ int held_adopt(struct held_thread *t, pid_t child, const struct held_thread *par
     return ptrace(PTRACE_SETREGS, child, 0, &t->regs) < 0 ? -errno : 0;
 }
 
-/* A signal that arrived while the thread ran one of our calls: kept for its release. */
+/* A signal that arrived while the thread ran one of our calls: kept, with its details, for its
+ * release. */
 static void keep_signal(struct held_thread *t, int sig)
 {
-    if (t->pending_signal == 0 || t->pending_signal == sig)
+    if (t->pending_signal == 0) {
         t->pending_signal = sig;
-    else /* a second kind: sent again (its sender then reads as ours) */
+        ptrace(PTRACE_GETSIGINFO, t->tid, 0, &t->pending_info);
+    } else if (t->pending_signal != sig) { /* a second kind: sent again, as from specx */
         syscall(SYS_tgkill, t->tid, t->tid, sig);
+    }
 }
 
 int held_syscall_begin(struct held_thread *t, long nr, const uint64_t args[6])
@@ -212,6 +220,8 @@ long held_syscall(struct held_thread *t, long nr, const uint64_t args[6])
 void held_release(struct held_thread *t)
 {
     ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+    if (t->pending_signal) /* delivered as it came, not as one specx sent */
+        ptrace(PTRACE_SETSIGINFO, t->tid, 0, &t->pending_info);
     ptrace(PTRACE_DETACH, t->tid, 0, t->pending_signal);
     t->held_ns = specx_now_ns() - t->stopped_ns;
 }

@@ -7,6 +7,7 @@
 #define SPECX_HELD_THREAD_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
@@ -16,6 +17,7 @@ struct held_thread {
     struct user_regs_struct regs; /* as it stopped: what it resumes with */
     uint64_t syscall_insn;        /* a `syscall` instruction in its vDSO */
     int pending_signal;           /* one that arrived while it was held, delivered at release */
+    siginfo_t pending_info;       /* and its details */
     uint64_t stopped_ns;          /* when it stopped (held_stop) */
     uint64_t held_ns;             /* how long it was held, once released */
 };
@@ -24,7 +26,8 @@ struct held_thread {
  * user code: one in a blocking call is interrupted as by a stop signal (the call restarts; one
  * that would fail with EINTR is rewound to run again). Signals that arrive first are delivered
  * as they came. Returns 0, or -errno with the thread let go (EPERM: a debugger or another
- * tracer has it; ESRCH: it exited; EAGAIN: job control stopped it, and it stays so). */
+ * tracer has it; ESRCH: it exited; EAGAIN: job control stopped it, and it stays so, or a
+ * signal waits to be taken by it, which it then takes as if nothing had happened). */
 int held_stop(struct held_thread *t, pid_t tid);
 
 /* Takes over a new child auto-attached by an injected clone: waits for its first stop and gives
