@@ -3,26 +3,20 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "dirty_policy.h"
 #include "group_fds.h"
 #include "ioprio.h"
-#include "kfile.h"
 #include "memcg.h"
 
-/* True if descriptor FD of PID is open for writing (the "flags" of its fdinfo, in octal). */
+/* True if descriptor FD of PID is open for writing. */
 static bool open_for_writing(pid_t pid, int fd)
 {
-    char path[64], text[512];
-    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)pid, fd);
-    if (specx_kfile_read(path, text, sizeof text) < 0)
-        return false;
-    const char *flags = strstr(text, "flags:");
-    return flags && (strtoul(flags + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+    uint64_t pos;
+    unsigned flags;
+    return specx_fd_info(pid, fd, &pos, &flags) && (flags & O_ACCMODE) != O_RDONLY;
 }
 
 /* Starts write-back of what a regular file the background has open for writing holds, and

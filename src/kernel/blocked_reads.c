@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "group_fds.h"
 #include "kfile.h"
 
 /* /proc/PID/task/TID/syscall holds "NR ARG1 ... ARG6 SP PC" for a thread blocked in a system
@@ -19,16 +20,12 @@ static bool is_read_call(long nr)
            nr == SYS_preadv2;
 }
 
-/* The position of PID's descriptor FD (/proc/PID/fdinfo/FD: "pos: N"); 0 if unknown. */
+/* The position of PID's descriptor FD; 0 if unknown. */
 static uint64_t fd_position(pid_t pid, int fd)
 {
-    char path[64], text[512];
     uint64_t pos;
-    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", pid, fd);
-    return specx_kfile_read(path, text, sizeof text) > 0 &&
-                   specx_kfile_key_u64(text, "pos:", &pos)
-               ? pos
-               : 0;
+    unsigned flags;
+    return specx_fd_info(pid, fd, &pos, &flags) ? pos : 0;
 }
 
 bool specx_thread_traced(pid_t pid, pid_t tid)

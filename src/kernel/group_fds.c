@@ -5,7 +5,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "kfile.h"
 
 #define MAX_PROCS 4096
 
@@ -37,4 +40,15 @@ void specx_cgroup_each_fd(const struct specx_cgroup *group, specx_fd_visit visit
     long n = specx_cgroup_procs(group, pids, MAX_PROCS);
     for (long i = 0; i < n; i++)
         each_fd_of(pids[i], visit, arg);
+}
+
+bool specx_fd_info(pid_t pid, int fd, uint64_t *pos, unsigned *flags)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)pid, fd);
+    if (specx_kfile_read(path, text, sizeof text) <= 0 || !specx_kfile_key_u64(text, "pos:", pos))
+        return false;
+    const char *f = strstr(text, "flags:"); /* in octal */
+    *flags = f ? (unsigned)strtoul(f + 6, NULL, 8) : 0;
+    return true;
 }

@@ -7,26 +7,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "kfile.h"
+#include "group_fds.h"
 #include "proc_path.h"
-
-/* From /proc/PID/fdinfo/FD: the description's position and flags. */
-static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint64_t *flags)
-{
-    char path[64], text[512];
-    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", pid, fd);
-    if (specx_kfile_read(path, text, sizeof text) <= 0 ||
-        !specx_kfile_key_u64(text, "pos:", pos))
-        return -ENOENT;
-    char *f = strstr(text, "flags:");
-    *flags = f ? strtoull(f + 6, NULL, 8) : 0;
-    return 0;
-}
 
 int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd)
 {
@@ -41,9 +27,10 @@ int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd)
         return -errno;
     for (struct dirent *e; (e = readdir(d));) {
         int fd = atoi(e->d_name);
-        uint64_t pos, flags;
+        uint64_t pos;
+        unsigned flags;
         if (e->d_name[0] == '.' || fd < 0 || fd >= COPY_FDS_MAX ||
-            read_fdinfo(pid, fd, &pos, &flags) < 0)
+            !specx_fd_info(pid, fd, &pos, &flags))
             continue;
         bool readable = (flags & O_ACCMODE) != O_WRONLY && !(flags & O_PATH);
         t->fd[fd] = (struct copy_fd){
