@@ -13,6 +13,7 @@
 
 #include "group_fds.h"
 #include "proc_path.h"
+#include "sandbox/privatize.h"
 
 int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd)
 {
@@ -42,17 +43,14 @@ int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd)
 }
 
 /* A description of the supervisor's own of the file SHARED names (the program's), read-only
- * and, where the kernel allows it (owner or CAP_FOWNER), without access-time updates: reads
- * through the program's description would mark the file read (relatime) and move the
- * description's readahead state, and getdents its position. As the open trap (sandbox/). */
+ * and without access-time updates where the kernel allows it: reads through the program's
+ * description would mark the file read (relatime) and move the description's readahead
+ * state, and getdents its position. */
 static int private_description(int shared, int flags)
 {
     char self[SPECX_PROC_FD_PATH_MAX];
     specx_proc_fd_path(self, shared);
-    int fd = open(self, O_RDONLY | O_CLOEXEC | O_NOATIME | flags);
-    if (fd < 0 && errno == EPERM)
-        fd = open(self, O_RDONLY | O_CLOEXEC | flags);
-    return fd;
+    return specx_open_noatime(self, O_RDONLY | O_CLOEXEC | flags);
 }
 
 /* Looks at an inherited descriptor: takes the description (pidfd_getfd) and its type, and

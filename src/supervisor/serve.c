@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -350,8 +349,8 @@ static int remote_path(pid_t pid, uint64_t addr, char *path, size_t size)
 static int start_dir(struct served_copy *c, int dirfd)
 {
     if (dirfd == AT_FDCWD) {
-        char cwd[64];
-        snprintf(cwd, sizeof cwd, "/proc/%d/cwd", c->oc.pid);
+        char cwd[SPECX_PROC_PID_PATH_MAX];
+        specx_proc_pid_path(cwd, c->oc.pid, "cwd");
         int fd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
     }
@@ -377,19 +376,13 @@ static int checked_open(struct served_copy *c, int dirfd, const char *path, int 
         close(base);
     if (err)
         return err;
-    struct stat st = { 0 };
-    if (fstat(probe, &st) < 0 || !specx_safe_to_read(probe, &st))
-        err = S_ISLNK(st.st_mode) ? -ELOOP : -EPERM;
-    else if ((flags & O_ACCMODE) == O_RDWR && S_ISDIR(st.st_mode))
-        err = -EISDIR;
+    struct stat st;
     int fd = -1;
+    err = specx_open_refusal(probe, flags, &st);
     if (err == 0) {
         char self[SPECX_PROC_FD_PATH_MAX];
         specx_proc_fd_path(self, probe);
-        int rd = O_RDONLY | O_CLOEXEC | (flags & O_DIRECTORY);
-        fd = open(self, rd | O_NOATIME);
-        if (fd < 0 && errno == EPERM)
-            fd = open(self, rd);
+        fd = specx_open_noatime(self, O_RDONLY | O_CLOEXEC | (flags & O_DIRECTORY));
         err = fd < 0 ? -errno : 0;
     }
     close(probe);

@@ -48,10 +48,18 @@ bool specx_safe_to_read(int fd, const struct stat *st)
 
 /* --- descriptors --------------------------------------------------------------------------- */
 
-/* Opens PATH with FLAGS plus O_NOATIME where the kernel allows it (owner or CAP_FOWNER): what
- * the speculative copy reads or maps, but the program itself never does, keeps its access
- * time. */
-static int open_noatime(const char *path, int flags)
+int specx_open_refusal(int probe, long flags, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    if (fstat(probe, st) < 0 || !specx_safe_to_read(probe, st))
+        /* O_NOFOLLOW on a symbolic link: what the open itself would have said. */
+        return S_ISLNK(st->st_mode) ? -ELOOP : -EPERM;
+    if ((flags & O_ACCMODE) == O_RDWR && S_ISDIR(st->st_mode))
+        return -EISDIR; /* what an O_RDWR open of a directory says */
+    return 0;
+}
+
+int specx_open_noatime(const char *path, int flags)
 {
     int fd = open(path, flags | O_NOATIME);
     return fd < 0 && errno == EPERM ? open(path, flags) : fd;
@@ -69,7 +77,7 @@ static int reopen_private(int fd, const struct stat *st, int flags)
     specx_proc_fd_path(path, fd);
     int copy_flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0) |
                      (flags & READ_AFFECTING_FLAGS);
-    int copy = open_noatime(path, copy_flags);
+    int copy = specx_open_noatime(path, copy_flags);
     if (copy < 0)
         return -1;
     /* Directories too: getdents continues from the description's position. */
@@ -164,7 +172,7 @@ static int open_if_same_regular_file(const char *path, const struct specx_mappin
     if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
         st.st_dev != m->dev)
         return -1;
-    return open_noatime(path, O_RDONLY | O_CLOEXEC);
+    return specx_open_noatime(path, O_RDONLY | O_CLOEXEC);
 }
 
 /* See privatize.h. Only regular files qualify (shmem objects are regular): a private mapping

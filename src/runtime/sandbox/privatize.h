@@ -33,6 +33,15 @@ bool specx_safe_file_type(const struct stat *st);
  * (trace_pipe). */
 bool specx_safe_to_read(int fd, const struct stat *st);
 
+/* Why a speculative copy's open of the file PROBE names (an O_PATH descriptor; its fstat is
+ * put in ST) with open FLAGS is refused, as -errno; 0 if it may be opened, read-only. The open
+ * trap asks it in the runtime's copy, the supervisor for its copy (src/supervisor). */
+int specx_open_refusal(int probe, long flags, struct stat *st);
+
+/* Opens PATH with FLAGS plus O_NOATIME where the kernel allows it (owner or CAP_FOWNER): what
+ * a speculative copy reads or maps, but the program itself never does, keeps its access time. */
+int specx_open_noatime(const char *path, int flags);
+
 /* Gives every descriptor a private file description: files and directories are re-opened
  * read-only at the same offset, everything else (pipes, sockets, terminals, event objects)
  * becomes /dev/null, so the child can neither move the parent's offsets nor consume data that

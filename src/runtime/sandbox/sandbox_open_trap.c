@@ -45,16 +45,10 @@ static long checked_open(long dirfd, long path, long flags, long mode)
     if (probe < 0)
         return -errno;
     struct stat st;
-    memset(&st, 0, sizeof st);
-    if (fstat(probe, &st) < 0 || !specx_safe_to_read(probe, &st)) {
-        /* O_NOFOLLOW on a symbolic link: what the open itself would have said. */
-        int err = S_ISLNK(st.st_mode) ? ELOOP : EPERM;
+    int refused = specx_open_refusal(probe, asked_rdwr ? O_RDWR : O_RDONLY, &st);
+    if (refused) {
         close(probe);
-        return -err;
-    }
-    if (asked_rdwr && S_ISDIR(st.st_mode)) { /* what an O_RDWR open of a directory says */
-        close(probe);
-        return -EISDIR;
+        return refused;
     }
     char self[SPECX_PROC_FD_PATH_MAX];
     specx_proc_fd_path(self, probe);
