@@ -37,6 +37,21 @@ bool specx_thread_traced(pid_t pid, pid_t tid)
            specx_kfile_key_u64(text, "TracerPid:", &tracer) && tracer != 0;
 }
 
+bool specx_thread_signal_pending(pid_t tid)
+{
+    char path[64], text[2048];
+    unsigned long own = 0, shared = 0;
+    snprintf(path, sizeof path, "/proc/%d/status", tid);
+    if (specx_kfile_read(path, text, sizeof text) <= 0)
+        return true;
+    const char *p = strstr(text, "SigPnd:"), *q = strstr(text, "ShdPnd:"); /* in hex */
+    if (p)
+        own = strtoul(p + 7, NULL, 16);
+    if (q)
+        shared = strtoul(q + 7, NULL, 16);
+    return own || shared || !p || !q;
+}
+
 char specx_thread_state(pid_t pid, pid_t tid)
 {
     char path[64], text[512];

@@ -32,4 +32,8 @@ char specx_thread_state(pid_t pid, pid_t tid);
 /* Whether thread TID of PID is traced by someone (TracerPid in its status): a debugger. */
 bool specx_thread_traced(pid_t pid, pid_t tid);
 
+/* Whether thread TID has a signal pending, its own or its process's (SigPnd, ShdPnd in its
+ * status); true if that cannot be read. */
+bool specx_thread_signal_pending(pid_t tid);
+
 #endif

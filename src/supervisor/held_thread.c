@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "blocked_reads.h"
 #include "clock.h"
 #include "kfile.h"
 
@@ -53,22 +54,6 @@ static uint64_t vdso_base(pid_t tid)
         if (aux[i].a_type == AT_SYSINFO_EHDR)
             return aux[i].a_un.a_val;
     return 0;
-}
-
-/* Whether TID has a signal pending (its own or its process's). */
-static bool signal_pending(pid_t tid)
-{
-    char path[64], text[2048];
-    uint64_t own = 0, shared = 0;
-    snprintf(path, sizeof path, "/proc/%d/status", tid);
-    if (specx_kfile_read(path, text, sizeof text) <= 0)
-        return true;
-    char *p = strstr(text, "SigPnd:"), *q = strstr(text, "ShdPnd:");
-    if (p)
-        sscanf(p + 7, "%lx", &own);
-    if (q)
-        sscanf(q + 7, "%lx", &shared);
-    return own || shared || !p || !q;
 }
 
 /* A call the stop interrupted into EINTR (epoll_wait, semop, sigtimedwait... which a stop
@@ -146,7 +131,7 @@ int held_stop(struct held_thread *t, pid_t tid)
     /* A signal waiting to be taken (a fault's SIGSEGV raised just as the stop came, say) would
      * be taken at the first injected step, and could only be given back without its details
      * (si_addr, si_code): the thread is let go at once to take it, and no copy is made. */
-    if (err == 0 && signal_pending(tid))
+    if (err == 0 && specx_thread_signal_pending(tid))
         err = -EAGAIN;
     if (err == 0)
         err = fill_held(t, tid, vdso_base(tid));

@@ -134,19 +134,20 @@ static void fetch_flush(struct served_copy *c, int fd, struct fetch *f)
     uint64_t len = f->end - f->off;
     if (len == 0)
         return;
-    int64_t cached = specx_cached_pages(fd, f->off, len);
-    bool on_its_way = cached >= 0 && (uint64_t)cached == specx_pages_spanned(f->off, len);
     struct prediction p = { .ino = f->ino, .off = f->off, .len = len, .copy_read = c->read,
                             .made_ns = specx_now_ns() };
     predictions_add(&c->log, p);
+    f->off = f->end;
     if (c->dry) {
         c->counts->predictions++;
-    } else if (!on_its_way) {
-        prefetch(fd, f->off, len);
-        c->counts->prefetches++;
-        c->counts->bytes += len;
+        return;
     }
-    f->off = f->end;
+    int64_t cached = specx_cached_pages(fd, p.off, len);
+    if (cached >= 0 && (uint64_t)cached == specx_pages_spanned(p.off, len))
+        return; /* on its way already */
+    prefetch(fd, p.off, len);
+    c->counts->prefetches++;
+    c->counts->bytes += len;
 }
 
 static void fetch_add(struct served_copy *c, int fd, struct fetch *f, uint64_t off, uint64_t end)
