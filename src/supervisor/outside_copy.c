@@ -195,7 +195,7 @@ static void forget(struct outside_copy *c)
         close(c->listener);
     if (c->pidfd >= 0)
         close(c->pidfd);
-    *c = (struct outside_copy){ .held_ns = c->held_ns, .pid = 0, .pidfd = -1, .listener = -1 };
+    *c = (struct outside_copy){ .pid = 0, .pidfd = -1, .listener = -1 };
 }
 
 enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_copy *c)
@@ -211,7 +211,6 @@ enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_cop
     }
     held_release(t);
     c->from_tid = t->tid;
-    c->held_ns = t->held_ns;
     if (pid <= 0)
         return OUTSIDE_FAILED;
     enum outside_refusal why = OUTSIDE_MADE;

@@ -14,7 +14,6 @@
 
 struct outside_copy {
     pid_t from_tid;     /* the program's thread it was cloned from */
-    uint64_t held_ns;   /* how long that thread was held to make it */
     pid_t pid;
     int pidfd;
     int listener;       /* the seccomp notification descriptor; -1: none */
@@ -42,7 +41,8 @@ bool outside_copy_can_privatize(void);
 int outside_copy_prepare(void);
 
 /* Makes the copy of the held thread T and lets T go (whatever happens, T is released).
- * Returns OUTSIDE_MADE with *C filled and the copy running, or why not (nothing left). */
+ * Returns OUTSIDE_MADE with *C filled and the copy running, or why not (nothing left); how
+ * long T was held is then in T->held_ns. */
 enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_copy *c);
 
 /* Kills and reaps the copy and forgets what was kept for it. */

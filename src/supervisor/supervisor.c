@@ -147,9 +147,9 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
         return;
     }
     enum outside_refusal why = outside_copy_make(&t, &s->copy.oc);
-    s->counts.held_ns += s->copy.oc.held_ns;
-    if (s->copy.oc.held_ns > s->counts.held_max_ns)
-        s->counts.held_max_ns = s->copy.oc.held_ns;
+    s->counts.held_ns += t.held_ns;
+    if (t.held_ns > s->counts.held_max_ns)
+        s->counts.held_max_ns = t.held_ns;
     if (why != OUTSIDE_MADE) {
         count_refusal(s, why);
         return;
