@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -247,6 +248,94 @@ def test_metadata_latency_applies_to_lookups(workdir):
         assert s["preset"] == "hdd" and s["model"]["disks"] == 1
         assert s["model"]["metadata_latency_ms"] == 0.5 and s["model"]["latency_ms"] == 1
         assert s["metadata"]["requests"] >= 9  # at least one per directory read
+
+
+CHUNK = 65536
+# What the hdd preset's model charges a CHUNK on its one disk: 8 ms + 64 KiB at 160 MB/s.
+HDD_CHUNK_S = 0.008 + CHUNK / 160e6
+
+
+def direct_io(path, count, write):
+    """COUNT chunks of CHUNK bytes written to (or read from) PATH with O_DIRECT, so each one
+    reaches the device as one request and none is absorbed by the page cache."""
+    buf = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT wants
+    buf.write(os.urandom(CHUNK))
+    flags = (os.O_WRONLY | os.O_CREAT if write else os.O_RDONLY) | os.O_DIRECT
+    fd = os.open(path, flags, 0o644)
+    try:
+        for i in range(count):
+            done = os.pwrite(fd, buf, i * CHUNK) if write else os.preadv(fd, [buf], i * CHUNK)
+            assert done == CHUNK
+    finally:
+        os.close(fd)
+
+
+def write_stats_table(mnt):
+    """The table's device line and its last line (metadata and writes)."""
+    lines = run_specx("slowfs", "--stats", mnt, check=True).stdout.splitlines()
+    return lines[0], lines[-1]
+
+
+def test_model_writes_occupy_the_disk(workdir):
+    """--model-writes: every write costs the disk what a read of its range would, in the
+    disk's busy time and in the writer's time."""
+    (workdir / "backing").mkdir()
+    with slowfs_mount(workdir / "backing", workdir / "mnt", "--preset", "hdd",
+                      "--model-writes") as mnt:
+        before = stats(mnt)
+        start = time.monotonic()
+        direct_io(mnt / "out.bin", 64, write=True)
+        elapsed = time.monotonic() - start
+        after = stats(mnt)
+        device, last = write_stats_table(mnt)
+    w, w0 = after["writes"], before["writes"]
+    assert w["modelled"] is True
+    assert w["requests"] - w0["requests"] >= 64 and w["bytes"] - w0["bytes"] >= 64 * CHUNK
+    # The model's arithmetic, not the clock: at least 64 chunks' service, all of it waited for.
+    assert w["service_s"] - w0["service_s"] >= 64 * HDD_CHUNK_S * 0.999
+    assert w["wait_s"] - w0["wait_s"] >= w["service_s"] - w0["service_s"]
+    assert after["disks"][0]["busy_s"] - before["disks"][0]["busy_s"] >= 64 * HDD_CHUNK_S * 0.999
+    assert after["requests"] == before["requests"]  # writes are not counted as reads
+    # Each write returned only once its modelled time was over: a lower bound load cannot break.
+    assert elapsed >= 64 * HDD_CHUNK_S * 0.9
+    assert device.endswith("writes modelled")
+    assert "(modelled)" in last and "wait" in last and "not modelled" not in last
+
+
+def test_modelled_writes_and_reads_queue_on_one_disk(workdir):
+    """A read that arrives while a modelled write holds the disk waits behind it."""
+    (workdir / "backing").mkdir()
+    (workdir / "backing" / "in.bin").write_bytes(os.urandom(8 * CHUNK))
+    with slowfs_mount(workdir / "backing", workdir / "mnt", "--preset", "hdd",
+                      "--model-writes") as mnt:
+        writer = threading.Thread(target=direct_io, args=(mnt / "out.bin", 128, True))
+        writer.start()
+        try:
+            assert wait_for(lambda: stats(mnt)["writes"]["requests"] >= 4)
+            before = stats(mnt)["classes"]["regular"]
+            direct_io(mnt / "in.bin", 8, write=False)
+            after = stats(mnt)["classes"]["regular"]
+        finally:
+            writer.join()
+    assert after["requests"] - before["requests"] >= 8
+    assert after["queue_wait_s"] > before["queue_wait_s"]
+
+
+def test_writes_are_free_without_model_writes(workdir):
+    """The default: writes are counted, take no disk time and wait for nothing."""
+    (workdir / "backing").mkdir()
+    with slowfs_mount(workdir / "backing", workdir / "mnt", "--preset", "hdd") as mnt:
+        before = stats(mnt)
+        direct_io(mnt / "out.bin", 64, write=True)
+        after = stats(mnt)
+        device, last = write_stats_table(mnt)
+    w, w0 = after["writes"], before["writes"]
+    assert w["modelled"] is False
+    assert w["requests"] - w0["requests"] >= 64 and w["bytes"] - w0["bytes"] >= 64 * CHUNK
+    assert w["wait_s"] == 0 and w["service_s"] == 0
+    assert after["disks"] == before["disks"]  # the disk's timeline never saw them
+    assert "writes modelled" not in device
+    assert last.endswith("bytes (not modelled)")
 
 
 def check_refused(args, expect, **kw):

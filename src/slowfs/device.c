@@ -190,16 +190,25 @@ static enum model_class effective_class(const struct device *dev, enum model_cla
     return model_params(dev->model)->priority ? class : MODEL_REGULAR;
 }
 
-void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
-                 enum model_class class, double arrival)
+/* Serves len (> 0) bytes at offset of a file on the disks that hold them. Reads and modelled
+ * writes both come here, so they share the disks' timelines and queue behind each other, as
+ * on a real disk. */
+static struct outcome serve_range(struct device *dev, uint64_t first_disk, uint64_t offset,
+                                  uint64_t len, enum model_class class, double arrival)
 {
     const struct model_params *p = model_params(dev->model);
     struct model_piece pieces[MODEL_MAX_DISKS];
     unsigned n = model_split(p, (unsigned)(first_disk % p->disks), offset, len, pieces);
-    if (n == 0)
-        return;
+    return serve(dev, pieces, n, false, class, arrival);
+}
+
+void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
+                 enum model_class class, double arrival)
+{
+    if (len == 0)
+        return; /* a read at the end of the file: no data, no request */
     class = effective_class(dev, class);
-    struct outcome o = serve(dev, pieces, n, false, class, arrival);
+    struct outcome o = serve_range(dev, first_disk, offset, len, class, arrival);
     pthread_mutex_lock(&dev->lock);
     stats_count_read(&dev->counters, class, len, o.finish - arrival, o.service);
     pthread_mutex_unlock(&dev->lock);
@@ -220,11 +229,14 @@ void device_metadata(struct device *dev, uint64_t key, enum model_class class)
     pthread_mutex_unlock(&dev->lock);
 }
 
-void device_count_write(struct device *dev, uint64_t bytes)
+void device_write(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
+                  enum model_class class, double arrival)
 {
+    struct outcome o = { .finish = arrival }; /* unmodelled: done on arrival, no service */
+    if (dev->config.model_writes && len > 0)
+        o = serve_range(dev, first_disk, offset, len, effective_class(dev, class), arrival);
     pthread_mutex_lock(&dev->lock);
-    dev->counters.write_requests++;
-    dev->counters.write_bytes += bytes;
+    stats_count_write(&dev->counters, len, o.finish - arrival, o.service);
     pthread_mutex_unlock(&dev->lock);
 }
 

@@ -27,8 +27,11 @@ void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint6
  * the device has a metadata latency. */
 void device_metadata(struct device *dev, uint64_t key, enum model_class class);
 
-/* Counts a write (writes are not modelled: they pass straight to the backing file). */
-void device_count_write(struct device *dev, uint64_t bytes);
+/* Counts a data write (arguments as for device_read()). With --model-writes it also occupies
+ * the disks exactly as a read of the same range would and returns at its modelled finish;
+ * without, it costs no time. */
+void device_write(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
+                  enum model_class class, double arrival);
 
 /* The statistics, rendered (malloc'd; NULL if out of memory). */
 char *device_stats_json(struct device *dev);

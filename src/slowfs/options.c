@@ -10,7 +10,7 @@
 
 enum {
     OPT_DISKS = 256, OPT_PLACEMENT, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
-    OPT_NO_PRIORITY, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
+    OPT_NO_PRIORITY, OPT_MODEL_WRITES, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
 };
 
 static const struct option long_options[] = {
@@ -24,6 +24,7 @@ static const struct option long_options[] = {
     { "bus-mbps", required_argument, NULL, OPT_BUS },
     { "metadata-latency-ms", required_argument, NULL, OPT_METADATA },
     { "no-priority", no_argument, NULL, OPT_NO_PRIORITY },
+    { "model-writes", no_argument, NULL, OPT_MODEL_WRITES },
     { "seed", required_argument, NULL, OPT_SEED },
     { "daemon", no_argument, NULL, 'd' },
     { "stats", no_argument, NULL, OPT_STATS },
@@ -59,6 +60,8 @@ void options_usage(FILE *out)
         "      --bus-mbps MBPS          shared bus limit, 0 = none\n"
         "      --metadata-latency-ms MS cost of lookups and directory reads (default 0)\n"
         "      --no-priority            serve IDLE-class requests like any other\n"
+        "      --model-writes           writes take disk time as reads of their range do\n"
+        "                               (default: they cost nothing, only counted)\n"
         "      --seed N                 seed of the latency jitter\n"
         "\n"
         "Running:\n"
@@ -73,7 +76,8 @@ void options_usage(FILE *out)
 
 /* The explicit device options, applied over the preset once parsing is done. */
 struct overrides {
-    bool disks, placement, stripe, latency, jitter, bandwidth, bus, metadata, no_priority, seed;
+    bool disks, placement, stripe, latency, jitter, bandwidth, bus, metadata, no_priority,
+        model_writes, seed;
     struct slowfs_config v;
 };
 
@@ -135,6 +139,9 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
     case OPT_NO_PRIORITY:
         o->no_priority = true;
         return 0;
+    case OPT_MODEL_WRITES:
+        o->model_writes = true;
+        return 0;
     case OPT_SEED:
         if (!specx_parse_u64(arg, 0, UINT64_MAX, &o->v.seed))
             return specx_format_error(err, errsize, "invalid --seed '%s' (a non-negative integer)", arg);
@@ -155,6 +162,7 @@ static void apply_overrides(struct slowfs_config *c, const struct overrides *o)
     if (o->bus) c->bus_mbps = o->v.bus_mbps;
     if (o->metadata) c->metadata_latency_ms = o->v.metadata_latency_ms;
     if (o->no_priority) c->priority = false;
+    if (o->model_writes) c->model_writes = true;
     if (o->seed) c->seed = o->v.seed;
 }
 

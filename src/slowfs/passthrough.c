@@ -1,9 +1,10 @@
 /* FUSE operations of slowfs: a path-based passthrough of the backing directory.
  *
- * Only data reads go through the device model (and lookups and directory reads when a
- * metadata latency is configured): slowfs emulates a slow device for programs that read, and
- * everything else must stay correct, durable and cheap. The daemon runs as root, so anything
- * created through the mount is handed to the caller (PostgreSQL runs as `postgres` on it).
+ * Only data reads go through the device model (and data writes given --model-writes, lookups
+ * and directory reads given a metadata latency): slowfs emulates a slow device for programs
+ * that read, and everything else must stay correct, durable and cheap. The daemon runs as
+ * root, so anything created through the mount is handed to the caller (PostgreSQL runs as
+ * `postgres` on it).
  *
  * Callbacks return 0 or a negative errno, as libfuse expects. */
 #include "passthrough.h"
@@ -281,13 +282,18 @@ static int sf_read(const char *path, char *buf, size_t size, off_t offset,
     return (int)n;
 }
 
+/* The data write, timed like the read (the device decides whether it costs anything): the
+ * backing write happens inside the modelled time, and the call returns when that is over. */
 static int sf_write(const char *path, const char *buf, size_t size, off_t offset,
                     struct fuse_file_info *fi)
 {
-    ssize_t n = pwrite(file_of(fi)->fd, buf, size, offset);
+    double arrival = device_now();
+    struct open_file *of = file_of(fi);
+    ssize_t n = pwrite(of->fd, buf, size, offset);
     if (n < 0)
         return -errno;
-    device_count_write(state()->device, (uint64_t)n);
+    device_write(state()->device, of->first_disk, (uint64_t)offset, (uint64_t)n,
+                 requester_class(), arrival);
     return (int)n;
 }
 

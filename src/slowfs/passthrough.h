@@ -1,5 +1,5 @@
 /* The FUSE file system: a passthrough of the backing directory whose data reads (and, if
- * configured, metadata operations) are served through the emulated device. */
+ * configured, data writes and metadata operations) are served through the emulated device. */
 #ifndef SLOWFS_PASSTHROUGH_H
 #define SLOWFS_PASSTHROUGH_H
 

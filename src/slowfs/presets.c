@@ -16,7 +16,7 @@
 #define DEVICE(n, place, stripe, lat, bw, bus) \
     { .disks = (n), .placement = (place), .stripe_kb = (stripe), .latency_ms = (lat), .jitter_pct = 0, \
       .bandwidth_mbps = (bw), .bus_mbps = (bus), .metadata_latency_ms = 0, .priority = true, \
-      .seed = 1 }
+      .model_writes = false, .seed = 1 }
 
 const struct preset presets[] = {
     { "paper2003", "4 disks, 12 ms, 64 KiB stripe, 40 MB/s bus (Fraser & Chang 2003)",

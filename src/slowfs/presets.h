@@ -19,6 +19,9 @@ struct slowfs_config {
     double bus_mbps;            /* shared by all disks; 0 = unlimited */
     double metadata_latency_ms; /* 0 = metadata operations are free */
     bool priority;              /* serve IDLE-class requests only when a disk is free */
+    bool model_writes;          /* writes occupy the disks as reads do; off in every preset,
+                                   so programs measured for their reads are not also slowed
+                                   by what they write */
     uint64_t seed;              /* jitter generator seed */
 };
 

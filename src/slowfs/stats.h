@@ -23,8 +23,12 @@ struct slowfs_stats {
     struct class_stats classes[2]; /* indexed by enum model_class */
     uint64_t metadata_requests;    /* metadata operations given --metadata-latency-ms */
     double metadata_s;             /* their response time */
-    uint64_t write_requests;       /* writes pass through unmodelled; counted for reference */
+    uint64_t write_requests;       /* every write, modelled or not */
     uint64_t write_bytes;
+    /* Modelled writes only (0 otherwise). The wait runs from arrival to finish, service
+     * included, unlike a read class's queue wait: it is all time the writer is held. */
+    double write_wait_s;
+    double write_service_s;
 };
 
 /* Everything a rendering shows. */
@@ -42,6 +46,10 @@ struct stats_snapshot {
 /* Adds one finished data read to the counters. */
 void stats_count_read(struct slowfs_stats *s, enum model_class class, uint64_t bytes,
                       double response_s, double service_s);
+
+/* Adds one finished write; an unmodelled one has no response or service time (0). */
+void stats_count_write(struct slowfs_stats *s, uint64_t bytes, double response_s,
+                       double service_s);
 
 /* Renderings as malloc'd strings (NULL if out of memory). */
 char *stats_json(const struct stats_snapshot *snap);

@@ -43,7 +43,7 @@ static void test_presets_table(void)
     CHECK(preset_find("floppy") == NULL);
     for (p = presets; p->name; p++)
         CHECK(p->config.priority && p->config.metadata_latency_ms == 0 &&
-              p->config.jitter_pct == 0);
+              p->config.jitter_pct == 0 && !p->config.model_writes);
     char list[256];
     preset_list(list, sizeof list);
     CHECK(strcmp(list, "paper2003, hdd, cloud-disk, object-store") == 0);
@@ -56,6 +56,7 @@ static void test_default_is_paper2003(void)
     CHECK(o.action == ACTION_MOUNT && !o.daemonize);
     CHECK(strcmp(o.preset, "paper2003") == 0 && o.device.disks == 4);
     CHECK(strcmp(o.backing, "/b") == 0 && strcmp(o.mountpoint, "/m") == 0);
+    CHECK(!o.device.model_writes);
 }
 
 static void test_explicit_options_override_preset(void)
@@ -66,6 +67,8 @@ static void test_explicit_options_override_preset(void)
                 "--bus-mbps", "0", "--seed", "42", "/b", "/m") == 0);
     CHECK(o.device.disks == 1 && o.device.latency_ms == 3.5 && o.device.bandwidth_mbps == 160);
     CHECK(!o.device.priority && o.daemonize && o.device.bus_mbps == 0 && o.device.seed == 42);
+    CHECK(PARSE(&o, "--model-writes", "-p", "hdd", "/b", "/m") == 0);
+    CHECK(o.device.model_writes && o.device.disks == 1);
     CHECK(PARSE(&o, "-p", "object-store", "--disks", "8", "--stripe-kb", "128",
                 "--jitter-pct", "10", "--bandwidth-mbps", "50", "--metadata-latency-ms", "2",
                 "/b", "/m") == 0);
