@@ -60,13 +60,26 @@ int specx_memcg_set_high(const struct specx_cgroup *cg, uint64_t bytes)
     return specx_cgroup_write(cg, "memory.high", text);
 }
 
+/* v1 has no memory.reclaim, but lowering the hard limit reclaims down to it before the write
+ * returns (EBUSY if the kernel cannot); the limit is put back at once. (A limit of 0 would
+ * mean none to specx_memcg_set_limit: one page is the least.) */
+static int reclaim_v1(const struct specx_cgroup *cg, uint64_t bytes)
+{
+    uint64_t limit, usage = specx_memcg_usage(cg);
+    if (!specx_cgroup_u64(cg, "memory.limit_in_bytes", &limit))
+        return -1;
+    int rc = specx_memcg_set_limit(cg, usage > bytes + 4096 ? usage - bytes : 4096);
+    int saved = errno;
+    specx_memcg_set_limit(cg, limit);
+    errno = saved;
+    return rc;
+}
+
 int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes)
 {
     char text[32];
-    if (is_v1(cg)) {
-        errno = ENOTSUP;
-        return -1;
-    }
+    if (is_v1(cg))
+        return reclaim_v1(cg, bytes);
     snprintf(text, sizeof text, "%llu\n", (unsigned long long)bytes);
     return specx_cgroup_write(cg, "memory.reclaim", text);
 }

@@ -29,8 +29,8 @@ int specx_memcg_set_limit(const struct specx_cgroup *cg, uint64_t bytes);
  * removes it. v1 has none: -1 with ENOTSUP, and the caller lowers the hard limit instead. */
 int specx_memcg_set_high(const struct specx_cgroup *cg, uint64_t bytes);
 
-/* Asks the kernel to reclaim BYTES from CG now (v2 memory.reclaim). v1 has no such file:
- * -1 with ENOTSUP. */
+/* Asks the kernel to reclaim BYTES from CG now (v2 memory.reclaim; v1 by lowering its hard
+ * limit for a moment). 0, or -1 with errno (EAGAIN/EBUSY: it could not reclaim them all). */
 int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes);
 
 /* CG's charged memory now and at its peak (v1 memory.usage_in_bytes / max_usage_in_bytes,
