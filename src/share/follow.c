@@ -98,7 +98,8 @@ static void turn_begins(struct follow *f, size_t i, uint64_t now)
     f->g[i].job.turns++;
     f->current = i;
     if (f->opt->prefetch == PREFETCH_SWITCH)
-        share_prefetcher_request(&(struct share_prefetch_request){ .job = &f->g[i].job });
+        share_prefetcher_request(&(struct share_prefetch_request){ .job = &f->g[i].job,
+                                                                   .turn = &f->g[i].job });
     f->predicted = predict_after(f, i);
     f->model_at = f->predicted == SIZE_MAX ? UINT64_MAX : model_start(f, i, f->predicted);
 }
@@ -212,7 +213,8 @@ int share_follow(const struct share_options *o, int sigfd)
             stop = (int)si.ssi_signo;
         collect(&f);
         if (f.predicted != SIZE_MAX && specx_now_ns() >= f.model_at) {
-            struct share_prefetch_request next = { .job = &f.g[f.predicted].job };
+            struct share_prefetch_request next = { .job = &f.g[f.predicted].job,
+                                                   .turn = &f.g[f.current].job };
             share_prefetcher_request(&next);
             f.model_at = UINT64_MAX;
         }

@@ -80,7 +80,8 @@ static size_t prefetch_target(const struct share *s, size_t next)
 static void prefetch(struct share *s, size_t next)
 {
     size_t target = prefetch_target(s, next);
-    struct share_prefetch_request r = { .job = &s->jobs[target], .room_of = &s->groups.mem };
+    struct share_prefetch_request r = { .job = &s->jobs[target], .turn = &s->jobs[s->current],
+                                        .room_of = &s->groups.mem };
     /* Room is made from the jobs whose turns are furthest away: in the rotation's order after
      * the next job, the last first. A mispredicted prefetch (--mispredict) evicts by the same
      * order: it never takes the right job's memory away too. */
@@ -95,7 +96,7 @@ static void prefetch(struct share *s, size_t next)
 }
 
 /* A prefetch has finished: its bytes count for its job, and its rate is a measurement of the
- * swap-in bandwidth B (process_madvise returns once the device has taken the last read). */
+ * swap-in bandwidth B (the prefetch ends when its last read has arrived: memory.c). */
 static void collect_prefetch(struct share *s)
 {
     struct share_prefetch_done d;
@@ -140,12 +141,15 @@ static void plan_model(struct share *s)
 static void start_turn(struct share *s, size_t next, uint64_t now)
 {
     struct share_job *j = &s->jobs[next];
-    if (s->opt.prefetch != PREFETCH_NONE && s->prefetched_next != next)
+    /* The job whose turn just ended is frozen now, and its next turn is the furthest away:
+     * a prefetch at the switch makes its room from that job first. With the model, what its
+     * prefetch during the last turn had no room for is brought in now. */
+    s->current = next;
+    if (s->opt.prefetch != PREFETCH_NONE)
         prefetch(s, next);
     j->majflt_at_turn = share_job_major_faults(j);
     share_job_freeze(j, false, FREEZE_TIMEOUT_MS);
     j->turns++;
-    s->current = next;
     s->turn_start = now;
     s->turn_end = now + turn_length(s, next);
     s->first_second_pending = true;

@@ -66,7 +66,7 @@ static struct ranges anonymous_ranges(pid_t pid)
 /* A page of the job that is swapped out, and its slot on the swap device. */
 struct swapped_page {
     uintptr_t addr;
-    uint64_t slot; /* type and offset as pagemap gives them (0 without CAP_SYS_ADMIN) */
+    uint64_t slot; /* its offset on the swap device (0 without CAP_SYS_ADMIN) */
 };
 
 struct swapped_list {
@@ -79,7 +79,7 @@ static void note_swapped(struct swapped_list *l, uintptr_t addr, uint64_t entry)
     if (!specx_grow(&l->pages, &l->cap, l->n, sizeof *l->pages, 1024))
         return;
     /* Bits 0-54: swap type (0-4) and offset (5-54); the offset orders the slots. */
-    l->pages[l->n++] = (struct swapped_page){ addr, entry & ((1ull << 55) - 1) };
+    l->pages[l->n++] = (struct swapped_page){ addr, (entry & ((1ull << 55) - 1)) >> 5 };
 }
 
 static void collect_pages(int pagemap, const struct iovec *v, uint64_t want,
@@ -149,6 +149,24 @@ static struct ranges in_slot_order(struct swapped_list *l)
     return r;
 }
 
+/* Waits until the reads of R (asked for in this order) have arrived: process_madvise returns
+ * once the device's queue has taken them, which a deep queue does at once, so it says nothing
+ * of how long the device took. Reading a byte of each range from the process faults it in
+ * there (into its own memory group), each fault waiting for its page's read. */
+static void wait_for_reads(pid_t pid, const struct ranges *r)
+{
+    struct iovec remote[BATCH];
+    char sink[BATCH];
+    for (size_t i = 0; i < r->n; i += BATCH) {
+        size_t n = r->n - i < BATCH ? r->n - i : BATCH;
+        for (size_t k = 0; k < n; k++)
+            remote[k] = (struct iovec){ r->iov[i + k].iov_base, 1 };
+        struct iovec local = { sink, n };
+        if (process_vm_readv(pid, &local, 1, remote, n, 0) < 0)
+            return;
+    }
+}
+
 static void advise(int pidfd, const struct ranges *r, int advice)
 {
     for (size_t i = 0; i < r->n; i += BATCH) {
@@ -184,68 +202,88 @@ static void trim(struct ranges *r, uint64_t *budget)
     r->n = i;
 }
 
-/* One process of the job: its swapped bytes; with ADVICE (0: none) given over its anonymous
- * memory, or over its swapped pages in slot order (MADV_WILLNEED), at most *BUDGET bytes of
- * it (what is asked for comes off the budget). */
-static uint64_t visit(pid_t pid, int advice, uint64_t *budget)
+/* One process's swapped-out bytes. */
+static uint64_t swapped_bytes(pid_t pid)
 {
     struct ranges all = anonymous_ranges(pid);
     struct swapped_list swapped = pages_with(pid, &all, SPECX_PAGEMAP_SWAPPED);
-    if (advice == MADV_WILLNEED) {
-        qsort(swapped.pages, swapped.n, sizeof *swapped.pages, by_slot);
-        if (swapped.n * PAGE_SIZE_BYTES > *budget)
-            swapped.n = *budget / PAGE_SIZE_BYTES;
-        *budget -= swapped.n * PAGE_SIZE_BYTES;
-    }
-    uint64_t bytes = swapped.n * PAGE_SIZE_BYTES;
-    int pidfd = advice ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-    if (pidfd >= 0 && advice == MADV_WILLNEED) {
-        struct ranges order = in_slot_order(&swapped);
-        advise(pidfd, &order, advice);
-        free(order.iov);
-    } else if (pidfd >= 0 && *budget != UINT64_MAX) {
-        /* Part of it: resident pages only, or the budget goes on pages already out. */
-        struct swapped_list present = pages_with(pid, &all, SPECX_PAGEMAP_PRESENT);
-        struct ranges some = in_address_order(&present);
-        trim(&some, budget);
-        advise(pidfd, &some, advice);
-        free(some.iov);
-        free(present.pages);
-    } else if (pidfd >= 0) {
-        advise(pidfd, &all, advice);
-    }
-    if (pidfd >= 0)
-        close(pidfd);
     free(swapped.pages);
     free(all.iov);
-    return bytes;
+    return swapped.n * PAGE_SIZE_BYTES;
 }
 
-/* Every process of the job (a shell's children too: all are in its memory group), each
- * visited with ADVICE; returns their swapped bytes before. */
-static uint64_t visit_job(const struct share_job *j, int advice, uint64_t budget)
+/* One process's swapped pages read back in, in slot order, at most *BUDGET bytes of them
+ * (taken off the budget). Returns the bytes asked for. */
+static uint64_t prefetch_process(pid_t pid, uint64_t *budget)
 {
-    pid_t pids[4096];
-    long n = specx_cgroup_procs(&j->mem, pids, sizeof pids / sizeof pids[0]);
-    uint64_t bytes = 0;
-    for (long i = 0; i < n; i++)
-        bytes += visit(pids[i], advice, &budget);
-    return bytes;
+    struct ranges all = anonymous_ranges(pid);
+    struct swapped_list swapped = pages_with(pid, &all, SPECX_PAGEMAP_SWAPPED);
+    qsort(swapped.pages, swapped.n, sizeof *swapped.pages, by_slot);
+    if (swapped.n * PAGE_SIZE_BYTES > *budget)
+        swapped.n = *budget / PAGE_SIZE_BYTES;
+    uint64_t bytes = swapped.n * PAGE_SIZE_BYTES;
+    *budget -= bytes;
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd >= 0) {
+        struct ranges order = in_slot_order(&swapped);
+        advise(pidfd, &order, MADV_WILLNEED);
+        wait_for_reads(pid, &order);
+        free(order.iov);
+        close(pidfd);
+    }
+    free(swapped.pages);
+    free(all.iov);
+    return pidfd >= 0 ? bytes : 0;
 }
+
+/* ADVICE (MADV_COLD or MADV_PAGEOUT) over one process's resident anonymous pages in address
+ * order, at most *BUDGET bytes of them (taken off the budget): pages already out would only
+ * use up the budget. */
+static void release_process(pid_t pid, int advice, uint64_t *budget)
+{
+    struct ranges all = anonymous_ranges(pid);
+    struct swapped_list present = pages_with(pid, &all, SPECX_PAGEMAP_PRESENT);
+    struct ranges some = in_address_order(&present);
+    trim(&some, budget);
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd >= 0) {
+        advise(pidfd, &some, advice);
+        close(pidfd);
+    }
+    free(some.iov);
+    free(present.pages);
+    free(all.iov);
+}
+
+/* Every process of a job counts: a shell's children too, all in its memory group. */
+#define MAX_PROCESSES 4096
 
 uint64_t share_memory_swapped(const struct share_job *j)
 {
-    return visit_job(j, 0, UINT64_MAX);
+    pid_t pids[MAX_PROCESSES];
+    long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
+    uint64_t bytes = 0;
+    for (long i = 0; i < n; i++)
+        bytes += swapped_bytes(pids[i]);
+    return bytes;
 }
 
 uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes)
 {
-    return visit_job(j, MADV_WILLNEED, max_bytes);
+    pid_t pids[MAX_PROCESSES];
+    long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
+    uint64_t bytes = 0;
+    for (long i = 0; i < n && max_bytes > 0; i++)
+        bytes += prefetch_process(pids[i], &max_bytes);
+    return bytes;
 }
 
 void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes)
 {
-    visit_job(j, advice, max_bytes);
+    pid_t pids[MAX_PROCESSES];
+    long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
+    for (long i = 0; i < n && max_bytes > 0; i++)
+        release_process(pids[i], advice, &max_bytes);
 }
 
 uint64_t share_memory_room(const struct specx_cgroup *group)

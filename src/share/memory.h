@@ -23,8 +23,8 @@ uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes);
  * prefetch during the turn, every page of the group active; docs/DESIGN.md §7). */
 uint64_t share_memory_room(const struct specx_cgroup *group);
 
-/* After the job's turn: marks its private anonymous memory cold (MADV_COLD: first to be
- * reclaimed) or pages it out now (MADV_PAGEOUT), so that the next job's memory evicts it
+/* After the job's turn: marks its resident private anonymous memory cold (MADV_COLD: first
+ * to be reclaimed) or pages it out now (MADV_PAGEOUT), so that the next job's memory evicts it
  * and nothing else; at most MAX_BYTES of it (UINT64_MAX: all). */
 void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes);
 

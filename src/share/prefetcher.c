@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "ioprio.h"
+#include "memcg.h"
 #include "memory.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -18,20 +19,33 @@ static bool requested;
 static struct share_prefetch_done done;
 static bool done_ready;
 
+/* Room is made from the frozen jobs in two steps. MADV_PAGEOUT over the pages a job maps, in
+ * address order, from this thread alone: its dirty pages get neighbouring swap slots and come
+ * back in large reads (left to the kernel's reclaim, which takes pages from every job at once,
+ * a job's slots came in runs of 60 KiB). Then reclaim from the job's own group: it waits for
+ * those writes and takes what page tables do not reach — the swap cache the job holds (pages
+ * read ahead around its faults, or prefetched and not touched in its turn). */
+static void make_room(const struct share_job *j, uint64_t bytes)
+{
+    share_memory_release(j, MADV_PAGEOUT, bytes);
+    specx_memcg_reclaim(&j->mem, bytes);
+}
+
 static uint64_t prefetch(const struct share_prefetch_request *r)
 {
-    uint64_t need = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
-    for (size_t i = 0; i < r->nevict && room < need; i++) {
-        share_memory_release(r->evict[i], MADV_PAGEOUT, need - room); /* no more than lacks */
+    uint64_t want = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
+    uint64_t kept = r->turn != r->job ? share_memory_swapped(r->turn) : 0;
+    for (size_t i = 0; i < r->nevict && room < kept + want; i++) {
+        make_room(r->evict[i], kept + want - room);
         room = share_memory_room(r->room_of);
     }
-    return share_memory_prefetch(r->job, need < room ? need : room);
+    room = room > kept ? room - kept : 0;
+    return share_memory_prefetch(r->job, want < room ? want : room);
 }
 
 static void *run(void *arg)
 {
     (void)arg;
-    specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
     for (;;) {
         pthread_mutex_lock(&lock);
         while (!requested)
@@ -39,6 +53,13 @@ static void *run(void *arg)
         struct share_prefetch_request r = wanted;
         requested = false;
         pthread_mutex_unlock(&lock);
+        /* The next job's pages are read in the idle class, behind the running job's faults.
+         * The running job's own (a prefetch at the switch) are not: it would wait on them, and
+         * mq-deadline serves the idle class only when nothing else is queued. */
+        if (r.turn == r.job)
+            specx_ioprio_set(0, IOPRIO_CLASS_BE, 4);
+        else
+            specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
         uint64_t t0 = specx_now_ns();
         uint64_t bytes = prefetch(&r);
         pthread_mutex_lock(&lock);

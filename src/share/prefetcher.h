@@ -1,8 +1,9 @@
 /* The prefetches of specx share, in a thread of their own: bringing a job's memory back in
  * takes as long as the swap device needs (process_madvise blocks while the device's queue is
  * full), and the rotation must go on meanwhile — thaw the next job at the switch, end turns on
- * time, relay output. The thread runs at idle I/O priority: its reads yield to the running
- * job's own page faults (Suh et al. §3: prefetching must not slow the current job). */
+ * time, relay output. A prefetch for a job whose turn is still to come runs at idle I/O
+ * priority: its reads yield to the running job's own page faults (Suh et al. §3: prefetching
+ * must not slow the current job). */
 #ifndef SHARE_PREFETCHER_H
 #define SHARE_PREFETCHER_H
 
@@ -17,12 +18,15 @@ int share_prefetcher_start(void);
 #define SHARE_EVICT_MAX 64
 
 /* A prefetch: JOB's swapped-out memory brought in (memory.h), no more of it than there is room
- * for below ROOM_OF's limit (NULL: the machine's available memory). When the room is short,
- * the frozen jobs in EVICT are paged out first (MADV_PAGEOUT), the one whose turn is furthest
- * first, until there is room: the paper's S_PF is bounded by the memory left, and the kernel
- * must never have to find room in a hurry while the running job faults. */
+ * for below ROOM_OF's limit (NULL: the machine's available memory) once TURN's own swapped-out
+ * memory is back in too. When the room is short, memory is reclaimed from the frozen jobs in
+ * EVICT first, the one whose turn is furthest first, until there is room: the paper's S_PF
+ * is bounded by the memory left, and the kernel must never have to find room while the
+ * running job faults — a group's limit reclaims from every job in it in proportion to its
+ * size, the running one too, not from the least recently used. */
 struct share_prefetch_request {
     struct share_job *job;
+    const struct share_job *turn; /* the job whose turn it is (JOB itself at the switch) */
     const struct specx_cgroup *room_of;
     struct share_job *evict[SHARE_EVICT_MAX];
     size_t nevict;
