@@ -149,13 +149,14 @@ char *stats_table(const struct stats_snapshot *snap)
         return NULL;
     const struct slowfs_config *c = &snap->config;
     const struct slowfs_stats *s = &snap->counters;
+    char bus[32] = "unlimited";
+    if (c->bus_mbps > 0)
+        snprintf(bus, sizeof bus, "%g MB/s", c->bus_mbps);
     fprintf(f, "device   %s: %u disk%s (%s), %llu KiB stripe, %g ms latency (jitter %g %%), "
-               "%g MB/s per disk, bus %s%g%s, priority %s%s\n",
+               "%g MB/s per disk, bus %s, priority %s%s\n",
             snap->preset, c->disks, c->disks == 1 ? "" : "s", placement_name(c->placement),
-            (unsigned long long)c->stripe_kb,
-            c->latency_ms, c->jitter_pct, c->bandwidth_mbps, c->bus_mbps > 0 ? "" : "unlimited",
-            c->bus_mbps > 0 ? c->bus_mbps : 0.0, c->bus_mbps > 0 ? " MB/s" : "",
-            c->priority ? "on" : "off", c->model_writes ? ", writes modelled" : "");
+            (unsigned long long)c->stripe_kb, c->latency_ms, c->jitter_pct, c->bandwidth_mbps,
+            bus, c->priority ? "on" : "off", c->model_writes ? ", writes modelled" : "");
     fprintf(f, "uptime   %.1f s, server pid %ld, wakes %.0f us early for timer lateness\n\n",
             snap->uptime_s, (long)snap->pid, snap->wake_early_s * 1e6);
     fprintf(f, "%-8s %10s %14s %12s %12s\n", "class", "requests", "bytes", "wait ms/req",

@@ -105,11 +105,25 @@ static void test_table_mentions_every_disk(void)
     free(t);
 }
 
+static void test_bus_limit_or_none(void)
+{
+    struct model_disk_stats disks[4] = { { 0 } };
+    struct stats_snapshot snap = sample(disks);
+    char *t = stats_table(&snap);
+    CHECK(t && strstr(t, ", bus 40 MB/s, "));
+    free(t);
+    snap.config.bus_mbps = 0;
+    t = stats_table(&snap);
+    CHECK(t && strstr(t, ", bus unlimited, "));
+    free(t);
+}
+
 int main(void)
 {
     test_count_read_splits_response();
     test_count_write_keeps_times();
     test_json_fields();
+    test_bus_limit_or_none();
     test_modelled_writes_are_shown();
     test_table_mentions_every_disk();
     return check_status();
