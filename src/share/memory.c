@@ -130,18 +130,16 @@ static int by_slot(const void *a, const void *b)
     return x->slot > y->slot ? 1 : x->slot < y->slot ? -1 : 0;
 }
 
-/* The pages (sorted by slot) as ranges: neighbours in both address and slot go in one range, which
- * the kernel reads as one run of the device. */
-static struct ranges in_slot_order(struct swapped_list *l)
+/* The pages as ranges of neighbours in address; with SLOTS_TOO (the pages sorted by slot),
+ * only where their slots are neighbours too: each range is then one run of the device. */
+static struct ranges as_ranges(const struct swapped_list *l, bool slots_too)
 {
     struct ranges r = { 0 };
     r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
-    if (!r.iov)
-        return r;
-    for (size_t i = 0; i < l->n; i++) {
+    for (size_t i = 0; r.iov && i < l->n; i++) {
         struct iovec *last = r.n ? &r.iov[r.n - 1] : NULL;
         if (last && (uintptr_t)last->iov_base + last->iov_len == l->pages[i].addr &&
-            l->pages[i - 1].slot + 1 == l->pages[i].slot)
+            (!slots_too || l->pages[i - 1].slot + 1 == l->pages[i].slot))
             last->iov_len += PAGE_SIZE_BYTES;
         else
             r.iov[r.n++] = (struct iovec){ (void *)l->pages[i].addr, PAGE_SIZE_BYTES };
@@ -173,21 +171,6 @@ static void advise(int pidfd, const struct ranges *r, int advice)
         size_t n = r->n - i < BATCH ? r->n - i : BATCH;
         syscall(SYS_process_madvise, pidfd, &r->iov[i], n, advice, 0u);
     }
-}
-
-/* Pages (in address order) as ranges of neighbours. */
-static struct ranges in_address_order(const struct swapped_list *l)
-{
-    struct ranges r = { 0 };
-    r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
-    for (size_t i = 0; r.iov && i < l->n; i++) {
-        struct iovec *last = r.n ? &r.iov[r.n - 1] : NULL;
-        if (last && (uintptr_t)last->iov_base + last->iov_len == l->pages[i].addr)
-            last->iov_len += PAGE_SIZE_BYTES;
-        else
-            r.iov[r.n++] = (struct iovec){ (void *)l->pages[i].addr, PAGE_SIZE_BYTES };
-    }
-    return r;
 }
 
 /* Shortens R to its first *BUDGET bytes, which it takes off the budget. */
@@ -225,7 +208,7 @@ static uint64_t prefetch_process(pid_t pid, uint64_t *budget)
     *budget -= bytes;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd >= 0) {
-        struct ranges order = in_slot_order(&swapped);
+        struct ranges order = as_ranges(&swapped, true);
         advise(pidfd, &order, MADV_WILLNEED);
         wait_for_reads(pid, &order);
         free(order.iov);
@@ -243,7 +226,7 @@ static void release_process(pid_t pid, int advice, uint64_t *budget)
 {
     struct ranges all = anonymous_ranges(pid);
     struct swapped_list present = pages_with(pid, &all, SPECX_PAGEMAP_PRESENT);
-    struct ranges some = in_address_order(&present);
+    struct ranges some = as_ranges(&present, false);
     trim(&some, budget);
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd >= 0) {
