@@ -13,7 +13,7 @@ uint64_t share_memory_swapped(const struct share_job *j);
 
 /* Asks the kernel to read the job's swapped-out memory back in, in the order of its swap
  * slots, at most MAX_BYTES of it (process_madvise MADV_WILLNEED; into the swap cache the job's
- * faults then find). Returns the bytes asked for. */
+ * faults then find), and returns once the reads have arrived, with the bytes asked for. */
 uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes);
 
 /* Memory free for a prefetch now: below the limit of GROUP (NULL or no limit: the machine's

@@ -22,7 +22,7 @@ static bool done_ready;
 /* Room is made from the frozen jobs in two steps. MADV_PAGEOUT over the pages a job maps, in
  * address order, from this thread alone: its dirty pages get neighbouring swap slots and come
  * back in large reads (left to the kernel's reclaim, which takes pages from every job at once,
- * a job's slots came in runs of 60 KiB). Then reclaim from the job's own group: it waits for
+ * a job's slots came in runs of 16 pages). Then reclaim from the job's own group: it waits for
  * those writes and takes what page tables do not reach — the swap cache the job holds (pages
  * read ahead around its faults, or prefetched and not touched in its turn). */
 static void make_room(const struct share_job *j, uint64_t bytes)
