@@ -164,24 +164,6 @@ static void stop_yielding(struct idle *s, uint64_t now_ns)
     idle_net_receive_stop(&s->network.receive, now_ns);
 }
 
-/* Ctrl-C, SIGTERM, SIGHUP: passed on to every process of the command, thawed so that it can
- * act on them; killed if it has not ended within STOP_GRACE_NS. */
-static void take_signals(struct idle *s)
-{
-    struct signalfd_siginfo si;
-    while (read(s->sigfd, &si, sizeof si) == sizeof si) {
-        if (s->stop_signal)
-            continue;
-        s->stop_signal = (int)si.ssi_signo;
-        s->stop_deadline_ns = specx_now_ns() + STOP_GRACE_NS;
-        stop_yielding(s, specx_now_ns());
-        pid_t pids[4096];
-        long n = specx_cgroup_procs(&s->groups.mem.cg, pids, sizeof pids / sizeof pids[0]);
-        for (long i = 0; i < n; i++)
-            kill(pids[i], s->stop_signal);
-    }
-}
-
 /* The command's packets in the background class, queued behind the foreground's where they
  * leave (net_class.h, net_queue.h). What could not be done is said in the report; the command
  * runs either way. */
@@ -215,15 +197,43 @@ static void stop_network(struct idle *s)
 
 /* The deadline came (§3.1.3 of the paper: deadline-bounded backgrounding falls back to
  * running the work like any other): normal CPU and I/O priority, memory no longer yielded. */
-static void promote(struct idle *s)
+/* The command at normal priority on every resource; returns the threads promoted. */
+static unsigned lift_priorities(struct idle *s)
 {
-    s->promoted_at = time(NULL);
     stop_yielding(s, specx_now_ns());
     idle_groups_promote_cpu(&s->groups);
     if (s->network.prog_fd >= 0)
         idle_net_unclassify(s->groups.psi, s->network.prog_fd);
     idle_net_queue_promote(&s->network.queue);
-    s->promoted_threads = idle_priority_promote(&s->groups.mem.cg);
+    return idle_priority_promote(&s->groups.mem.cg);
+}
+
+/* The deadline has come: the command runs on as foreground work (§2.2's promotion). */
+static void promote(struct idle *s)
+{
+    s->promoted_at = time(NULL);
+    s->promoted_threads = lift_priorities(s);
+}
+
+/* Ctrl-C, SIGTERM, SIGHUP: passed on to every process of the command, thawed and at normal
+ * priority so that it can act on them at once (at idle CPU priority beside a busy foreground
+ * it could not end within the grace time: seen under load, killed, exit 137); killed if it
+ * has not ended within STOP_GRACE_NS. */
+static void take_signals(struct idle *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->sigfd, &si, sizeof si) == sizeof si) {
+        if (s->stop_signal)
+            continue;
+        s->stop_signal = (int)si.ssi_signo;
+        s->stop_deadline_ns = specx_now_ns() + STOP_GRACE_NS;
+        if (!s->promoted_at)
+            lift_priorities(s);
+        pid_t pids[4096];
+        long n = specx_cgroup_procs(&s->groups.mem.cg, pids, sizeof pids / sizeof pids[0]);
+        for (long i = 0; i < n; i++)
+            kill(pids[i], s->stop_signal);
+    }
 }
 
 /* Until the next sample (memory and downloads, or dirty data), or the deadline. */
