@@ -22,7 +22,7 @@ void stats_count_write(struct slowfs_stats *s, uint64_t bytes, double response_s
 {
     s->write_requests++;
     s->write_bytes += bytes;
-    s->write_wait_s += response_s;
+    s->write_queue_wait_s += response_s > service_s ? response_s - service_s : 0.0;
     s->write_service_s += service_s;
 }
 
@@ -91,9 +91,9 @@ static void json_writes(FILE *f, const struct stats_snapshot *snap)
     const struct slowfs_stats *s = &snap->counters;
     fprintf(f,
             "\"writes\": {\"requests\": %llu, \"bytes\": %llu, \"modelled\": %s, "
-            "\"wait_s\": %.6f, \"service_s\": %.6f}",
+            "\"queue_wait_s\": %.6f, \"service_s\": %.6f}",
             (unsigned long long)s->write_requests, (unsigned long long)s->write_bytes,
-            snap->config.model_writes ? "true" : "false", s->write_wait_s, s->write_service_s);
+            snap->config.model_writes ? "true" : "false", s->write_queue_wait_s, s->write_service_s);
 }
 
 char *stats_json(const struct stats_snapshot *snap)
@@ -136,7 +136,7 @@ static void table_writes(FILE *f, const struct stats_snapshot *snap)
         return;
     }
     fprintf(f, ", wait %.3f ms/req, service %.3f ms/req (modelled)\n",
-            per_request_ms(s->write_wait_s, s->write_requests),
+            per_request_ms(s->write_queue_wait_s, s->write_requests),
             per_request_ms(s->write_service_s, s->write_requests));
 }
 

@@ -25,9 +25,9 @@ struct slowfs_stats {
     double metadata_s;             /* their response time */
     uint64_t write_requests;       /* every write, modelled or not */
     uint64_t write_bytes;
-    /* Modelled writes only (0 otherwise). The wait runs from arrival to finish, service
-     * included, unlike a read class's queue wait: it is all time the writer is held. */
-    double write_wait_s;
+    /* Modelled writes only (0 otherwise), measured as a read class's are: the queue wait
+     * (response less service) and the service time. */
+    double write_queue_wait_s;
     double write_service_s;
 };
 

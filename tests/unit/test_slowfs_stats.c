@@ -28,7 +28,7 @@ static void test_count_write_keeps_times(void)
     stats_count_write(&s, 4096, 0, 0); /* unmodelled: counted only */
     stats_count_write(&s, 65536, 0.030, 0.012);
     CHECK(s.write_requests == 2 && s.write_bytes == 69632);
-    CHECK(fabs(s.write_wait_s - 0.030) < 1e-12 && fabs(s.write_service_s - 0.012) < 1e-12);
+    CHECK(fabs(s.write_queue_wait_s - 0.018) < 1e-12 && fabs(s.write_service_s - 0.012) < 1e-12);
     CHECK(s.classes[MODEL_REGULAR].requests == 0); /* writes are not reads */
 }
 
@@ -62,7 +62,7 @@ static void test_json_fields(void)
         "\"queue_wait_s\": 0.015300, \"service_s\": 0.084700}, \"idle\": {\"requests\": 0",
         "\"disks\": [{\"requests\": 0, \"bytes\": 0, \"busy_s\": 0.000000}, {",
         "{\"requests\": 7, \"bytes\": 28672, \"busy_s\": 0.084700}",
-        "\"writes\": {\"requests\": 0, \"bytes\": 0, \"modelled\": false, \"wait_s\": 0.000000, "
+        "\"writes\": {\"requests\": 0, \"bytes\": 0, \"modelled\": false, \"queue_wait_s\": 0.000000, "
         "\"service_s\": 0.000000}}",
     };
     for (size_t i = 0; j && i < sizeof expect / sizeof expect[0]; i++)
@@ -86,12 +86,12 @@ static void test_modelled_writes_are_shown(void)
     stats_count_write(&snap.counters, 65536, 0.020, 0.020);
     t = stats_table(&snap);
     CHECK(t && strstr(t, "priority on, writes modelled\n"));
-    CHECK(t && strstr(t, "writes 2 requests, 131072 bytes, wait 30.000 ms/req, "
+    CHECK(t && strstr(t, "writes 2 requests, 131072 bytes, wait 10.000 ms/req, "
                          "service 20.000 ms/req (modelled)\n"));
     free(t);
     char *j = stats_json(&snap);
     CHECK(j && strstr(j, "\"writes\": {\"requests\": 2, \"bytes\": 131072, \"modelled\": true, "
-                         "\"wait_s\": 0.060000, \"service_s\": 0.040000}"));
+                         "\"queue_wait_s\": 0.020000, \"service_s\": 0.040000}"));
     free(j);
 }
 
