@@ -11,6 +11,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 from specx_bench import memcg  # noqa: E402
 
 MiB = 1 << 20
+BUILD = os.environ.get("SPECX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "build"))
+RECLAIM = os.path.join(BUILD, "tests", "kernel", "memcg-reclaim")
 
 
 @pytest.mark.root
@@ -35,6 +37,42 @@ def test_a_run_group_is_real_enforced_and_removed():
         assert signals and all(isinstance(v, int) and v >= 0 for v in signals.values())
         assert "workingset_refault_file" in signals
     assert not os.path.exists(group.path)
+
+
+@pytest.mark.root
+def test_reclaim_takes_bytes_from_a_group_and_gives_its_limit_back(tmp_path):
+    """specx_memcg_reclaim (src/kernel/memcg.c), which specx share uses to make room for a
+    prefetch: memory.reclaim on v2; on v1 the hard limit lowered for a moment and put back."""
+    if memcg.find() is None:
+        pytest.skip("no cgroup hierarchy with the memory controller on this machine")
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(32 * MiB))
+    with memcg.limited(f"specx-test-{uuid.uuid4().hex[:8]}", 256 * MiB) as group:
+        # A reader whose 32 MiB of page cache is charged to the group, then waits.
+        reader = subprocess.Popen(
+            [sys.executable, "-c", "import os, sys\n"
+             f"fd = os.open({str(data)!r}, os.O_RDONLY)\n"
+             "os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n"
+             "while os.read(fd, 1 << 20): pass\n"
+             "print('read', flush=True)\nsys.stdin.read()\n"],
+            preexec_fn=group.add, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert reader.stdout.readline() == "read\n"
+            out = subprocess.run([RECLAIM, str(reader.pid), str(16 * MiB)],
+                                 capture_output=True, text=True, timeout=60)
+        finally:
+            reader.communicate("", timeout=30)
+    assert out.returncode == 0, out.stderr
+    lines = dict((f[0], (int(f[1]), int(f[2]))) for f in map(str.split, out.stdout.splitlines()))
+    before, after = lines["usage"]
+    assert before >= 32 * MiB and after <= before - 12 * MiB
+    assert lines["limit"] == (256 * MiB, 256 * MiB)
+
+
+def test_reclaim_probe_refuses_bad_use():
+    for argv in ([], ["1"], ["x", "1"], ["1", "2x"]):
+        out = subprocess.run([RECLAIM, *argv], capture_output=True, text=True)
+        assert out.returncode == 2 and out.stderr.startswith("Usage: memcg-reclaim")
 
 
 def fake_hierarchy(tmp_path, own="/"):
