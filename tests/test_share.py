@@ -295,6 +295,65 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
     assert not records.exists() or any(records.glob("swap-*.json"))
 
 
+@pytest.mark.root
+def test_a_benchmark_run_past_its_time_limit_is_stopped_and_leaves_nothing(specx, tmp_path):
+    """A mode that would thrash for hours is stopped at --time-limit (all-at-once: its jobs
+    killed; specx share: sent SIGTERM) and reported as longer than the limit."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
+    from specx_bench import swapspace
+    if not swapspace.zram_available():
+        pytest.skip("no zram here: the benchmark's fast swap device cannot be made")
+    before_swaps, before_groups = swaps(), share_groups()
+    out = tmp_path / "out"
+    proc = run_specx("bench", "share", "--scale", "test", "--runs", "1", "--swap", "zram",
+                     "--modes", "all-at-once,model", "--time-limit", "50ms", "--out", out,
+                     "--data-dir", tmp_path / "data", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert proc.stdout.count("stopped after 0.05 s (time limit)") == 2
+    summary = json.loads((out / "results-share.json").read_text())["summary"]
+    for mode in summary.values():
+        assert mode["makespan_s"] is None and mode["makespan_over_s"] == 0.05
+        assert mode["stopped_runs"] == 1 and mode["outputs_identical"] is None
+    assert "> 0.05 s (stopped)" in (out / "results-share.md").read_text()
+    assert swaps() - before_swaps - swaps_of_others() == set()
+    assert share_groups() == before_groups and not processes_with(str(tmp_path / "data"))
+
+
+def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
+    from specx_bench import share_bench
+
+    def run(makespan, faults):
+        ended = makespan is not None
+        return {"makespan_s": makespan, "stopped_after_s": None if ended else 100.0,
+                "jobs": [{"wall_s": makespan, "output": "x", "exit": 0}] if ended else None,
+                "major_faults": faults, "major_faults_first_second": faults // 10,
+                "prefetched_bytes": 0, "switches": 4}
+
+    alone = [{"elapsed_s": 10.0, "output": "x", "exit": 0}]
+    summary = share_bench.summarize({
+        "model": [run(30.0, 100)] * 3,
+        "none": [run(None, 5000), run(None, 4000), run(90.0, 3000)],   # median: stopped
+        "switch": [run(None, 900), run(40.0, 300), run(50.0, 400)],     # median: 50 s
+        "all-at-once": [run(None, 7000)] * 3,
+    }, alone)
+    assert summary["none"]["makespan_s"] is None and summary["none"]["makespan_over_s"] == 100
+    assert summary["none"]["slowdown"] == [9.0] and summary["none"]["outputs_identical"]
+    assert summary["switch"]["makespan_s"] == 50.0 and summary["switch"]["stopped_runs"] == 1
+    assert summary["all-at-once"]["outputs_identical"] is None
+    assert share_bench.ratio(summary, "model", "none") == (0.3, "<")
+    assert share_bench.ratio(summary, "none", "switch") == (2.0, ">")
+    assert share_bench.ratio(summary, "none", "all-at-once") is None
+    results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
+    assert results["makespan model / none"] == "PASS"              # 0.3 at most
+    assert results["makespan model / all-at-once"] == "PASS"       # 0.3 at most
+    assert results["makespan model / switch"] == "PASS"            # 0.6
+    summary["model"]["makespan_s"], summary["model"]["makespan_over_s"] = None, 100.0
+    results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
+    assert results["makespan model / switch"] == "FAIL"            # over 2.0
+    assert "makespan model / none" not in results                  # both stopped
+
+
 # ---- --follow: someone else's rotation ----
 
 
