@@ -269,6 +269,34 @@ def swaps_of_others():
     return owned
 
 
+# ---- prefetching ----
+
+
+@pytest.mark.root
+def test_a_jobs_evicted_file_pages_are_read_back_in_before_its_turn(specx, tmp_path):
+    """The pages of its files a job had in the page cache when its turn ended, evicted since
+    (here by the other job, with POSIX_FADV_DONTNEED), are read back in before its next turn."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(8 << 20))
+    # A reader that keeps its file open, as a database does: what a job has open or mapped
+    # when its turn ends is what specx share knows of its files.
+    reader = ("import hashlib, sys, time\nh = hashlib.sha256()\nf = open(sys.argv[1], 'rb')\n"
+              "for i in range(12):\n    f.seek(0)\n    h.update(f.read())\n"
+              "    time.sleep(0.1)\nprint(h.hexdigest())\n")
+    dropper = ("import os, sys, time\nfor i in range(40):\n"
+               "    fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+               "    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n"
+               "    os.close(fd)\n    time.sleep(0.05)\n")
+    alone = subprocess.run(py(reader, data), capture_output=True, text=True).stdout
+    report = tmp_path / "r.json"
+    proc = run_specx("share", "--quantum", "300ms", "--prefetch", "model", "--json", report,
+                     "--", *joined(py(reader, data), py(dropper, data)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"[1] {alone}"
+    jobs = json.loads(report.read_text())["jobs"]
+    assert jobs[0]["turns"] >= 2 and jobs[0]["prefetched_file_bytes"] > 0
+
+
 @pytest.mark.root
 def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_path):
     """`specx bench share` at its smallest scale: every file it promises, every output as the

@@ -42,6 +42,13 @@ int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t 
     if (make_parent("memory", &g->mem, err, errsize) < 0)
         return -1;
     g->mem_made = true;
+    if (specx_cgroup_make(&g->mem, "prefetch", "memory", &g->fetch) < 0) {
+        specx_format_error(err, errsize, "cannot make the cgroup %s/prefetch: %s", g->mem.dir,
+                           strerror(errno));
+        share_groups_remove(g);
+        return -1;
+    }
+    g->fetch_made = true;
     if (limit && specx_memcg_set_limit(&g->mem, limit) < 0) {
         specx_format_error(err, errsize, "cannot set the memory limit of %s: %s", g->mem.dir,
                            strerror(errno));
@@ -67,9 +74,11 @@ void share_groups_remove(struct share_groups *g)
 {
     if (g->frz_made && specx_cgroup_remove(&g->frz, EMPTY_TIMEOUT_MS) < 0)
         specx_warn("cannot remove the cgroup %s: %s", g->frz.dir, strerror(errno));
+    if (g->fetch_made) /* a helper still reading a job's file back in ends with the run */
+        specx_cgroup_destroy(&g->fetch, EMPTY_TIMEOUT_MS);
     if (g->mem_made && specx_cgroup_remove(&g->mem, EMPTY_TIMEOUT_MS) < 0)
         specx_warn("cannot remove the cgroup %s: %s", g->mem.dir, strerror(errno));
-    g->frz_made = g->mem_made = false;
+    g->frz_made = g->mem_made = g->fetch_made = false;
 }
 
 static void say_removing(const char *dir)
@@ -226,6 +235,7 @@ void share_job_end(struct share_job *j)
     if (specx_cgroup_remove(&j->mem, EMPTY_TIMEOUT_MS) < 0)
         specx_warn("cannot remove the cgroup %s: %s", j->mem.dir, strerror(errno));
     j->mem_made = j->frz_made = false;
+    share_files_clear(&j->files);
     if (j->pidfd >= 0)
         close(j->pidfd);
     j->pidfd = -1;

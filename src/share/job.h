@@ -7,14 +7,17 @@
 #include <sys/types.h>
 
 #include "cgroup.h"
+#include "files.h"
 #include "options.h"
 
 /* The groups every job's groups are made in: one memory group holding --memory, and the
- * freezer's (the same group where both controllers share one hierarchy, v2). */
+ * freezer's (the same group where both controllers share one hierarchy, v2). Below the memory
+ * group, beside the jobs', FETCH holds the helpers that read files back in, so that the page
+ * cache they bring in counts inside --memory (it is charged to whoever reads it in). */
 struct share_groups {
-    struct specx_cgroup mem, frz;
+    struct specx_cgroup mem, frz, fetch;
     bool frz_separate; /* v1: the freezer is a hierarchy of its own */
-    bool mem_made, frz_made;
+    bool mem_made, frz_made, fetch_made;
 };
 
 /* A line-buffered stream of a job's output relayed to ours with a "[N] " prefix. */
@@ -38,7 +41,8 @@ struct share_job {
     uint64_t started_ns, ended_ns;
     unsigned turns;
     unsigned level;           /* mlfq level */
-    uint64_t prefetched_bytes;
+    uint64_t prefetched_bytes, prefetched_file_bytes; /* the second: of files, in the first */
+    struct share_files files; /* its file pages in the page cache when its last turn ended */
     uint64_t major_faults, peak_bytes; /* of its memory group, read as it ends */
     uint64_t majflt_at_turn;  /* its major faults when its current turn began */
     uint64_t majflt_first_second; /* major faults in each turn's first second, summed */

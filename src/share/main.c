@@ -81,7 +81,8 @@ static void prefetch(struct share *s, size_t next)
 {
     size_t target = prefetch_target(s, next);
     struct share_prefetch_request r = { .job = &s->jobs[target], .turn = &s->jobs[s->current],
-                                        .room_of = &s->groups.mem };
+                                        .room_of = &s->groups.mem,
+                                        .files_charged_to = &s->groups.fetch };
     /* Room is made from the jobs whose turns are furthest away: in the rotation's order after
      * the next job, the last first. A mispredicted prefetch (--mispredict) evicts by the same
      * order: it never takes the right job's memory away too. */
@@ -104,6 +105,7 @@ static void collect_prefetch(struct share *s)
         return;
     s->prefetching = false;
     d.job->prefetched_bytes += d.bytes;
+    d.job->prefetched_file_bytes += d.file_bytes;
     if (d.bytes >= MEASURABLE_BYTES && d.ns > 0) {
         double b = (double)d.bytes / ((double)d.ns / 1e9);
         s->model_planned = s->model_planned && s->bandwidth > 0; /* first B: plan again */
@@ -186,6 +188,9 @@ static void switch_turn(struct share *s, bool time_up)
     if (job_running(s, cur)) {
         share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
         end_first_second(s);
+        /* Its file pages in the page cache now are what its next turn starts with. */
+        if (s->opt.prefetch != PREFETCH_NONE)
+            share_files_capture(&s->jobs[cur].files, &s->jobs[cur].mem);
         if (s->opt.release == RELEASE_COLD)
             share_memory_release(&s->jobs[cur], MADV_COLD, UINT64_MAX);
         else if (s->opt.release == RELEASE_PAGEOUT)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "files.h"
 #include "ioprio.h"
 #include "memcg.h"
 #include "memory.h"
@@ -31,16 +32,21 @@ static void make_room(const struct share_job *j, uint64_t bytes)
     specx_memcg_reclaim(&j->mem, bytes);
 }
 
-static uint64_t prefetch(const struct share_prefetch_request *r)
+/* The job's memory first, then its files, as far as the room goes. */
+static uint64_t prefetch(const struct share_prefetch_request *r, uint64_t *file_bytes)
 {
-    uint64_t want = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
+    uint64_t anon = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
+    uint64_t files = r->files_charged_to ? share_files_missing(&r->job->files) : 0;
     uint64_t kept = r->turn != r->job ? share_memory_swapped(r->turn) : 0;
-    for (size_t i = 0; i < r->nevict && room < kept + want; i++) {
-        make_room(r->evict[i], kept + want - room);
+    for (size_t i = 0; i < r->nevict && room < kept + anon + files; i++) {
+        make_room(r->evict[i], kept + anon + files - room);
         room = share_memory_room(r->room_of);
     }
     room = room > kept ? room - kept : 0;
-    return share_memory_prefetch(r->job, want < room ? want : room);
+    uint64_t bytes = share_memory_prefetch(r->job, anon < room ? anon : room);
+    *file_bytes = files && room > bytes ?
+        share_files_prefetch(&r->job->files, r->files_charged_to, room - bytes) : 0;
+    return bytes + *file_bytes;
 }
 
 static void *run(void *arg)
@@ -60,10 +66,10 @@ static void *run(void *arg)
             specx_ioprio_set(0, IOPRIO_CLASS_BE, 4);
         else
             specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
-        uint64_t t0 = specx_now_ns();
-        uint64_t bytes = prefetch(&r);
+        uint64_t t0 = specx_now_ns(), file_bytes;
+        uint64_t bytes = prefetch(&r, &file_bytes);
         pthread_mutex_lock(&lock);
-        done = (struct share_prefetch_done){ r.job, bytes, specx_now_ns() - t0 };
+        done = (struct share_prefetch_done){ r.job, bytes, file_bytes, specx_now_ns() - t0 };
         done_ready = true;
         pthread_mutex_unlock(&lock);
     }

@@ -17,9 +17,10 @@ int share_prefetcher_start(void);
 
 #define SHARE_EVICT_MAX 64
 
-/* A prefetch: JOB's swapped-out memory brought in (memory.h), no more of it than there is room
- * for below ROOM_OF's limit (NULL: the machine's available memory) once TURN's own swapped-out
- * memory is back in too. When the room is short, memory is reclaimed from the frozen jobs in
+/* A prefetch: JOB's swapped-out memory brought in (memory.h), then with FILES_CHARGED_TO its
+ * file pages evicted since its last turn (files.h; read by a helper in that group), no more of
+ * them than there is room for below ROOM_OF's limit (NULL: the machine's available memory)
+ * once TURN's own swapped-out memory is back in too. When the room is short, memory is reclaimed from the frozen jobs in
  * EVICT first, the one whose turn is furthest first, until there is room: the paper's S_PF
  * is bounded by the memory left, and the kernel must never have to find room while the
  * running job faults — a group's limit reclaims from every job in it in proportion to its
@@ -28,6 +29,7 @@ struct share_prefetch_request {
     struct share_job *job;
     const struct share_job *turn; /* the job whose turn it is (JOB itself at the switch) */
     const struct specx_cgroup *room_of;
+    const struct specx_cgroup *files_charged_to; /* NULL: no file pages */
     struct share_job *evict[SHARE_EVICT_MAX];
     size_t nevict;
 };
@@ -35,11 +37,11 @@ struct share_prefetch_request {
 /* Asks for a prefetch. A request not yet begun is replaced by a newer one. */
 void share_prefetcher_request(const struct share_prefetch_request *r);
 
-/* A finished prefetch, if there is one not collected yet: its job, the bytes it asked for and
- * how long the asking took. */
+/* A finished prefetch, if there is one not collected yet: its job, the bytes it asked for
+ * (FILE_BYTES of them of files) and how long the asking took. */
 struct share_prefetch_done {
     struct share_job *job;
-    uint64_t bytes, ns;
+    uint64_t bytes, file_bytes, ns;
 };
 bool share_prefetcher_collect(struct share_prefetch_done *done);
 
