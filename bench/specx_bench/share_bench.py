@@ -1,8 +1,9 @@
 """`specx bench share`: job-speculative prefetching on real jobs (Suh et al. 2001; issue 11).
 
-Five memory-hungry jobs whose working sets together are more than twice the memory they are
-given (four `sweep` jobs over anonymous memory and GNU `sort -S` over a text file; memory holds
-two working sets) run in each mode:
+Six memory-hungry jobs whose working sets together are more than twice the memory they are
+given (four `sweep` jobs over anonymous memory, GNU `sort -S` over a text file, and the sqlite3
+shell scanning a table again and again, its database on slowfs: file-backed; memory holds two
+working sets) run in each mode:
 
   all-at-once  every job started at once in the same memory (what users do today)
   none         specx share, the next job's memory left to its page faults
@@ -12,8 +13,8 @@ two working sets) run in each mode:
   model-cold, model-pageout
                model, the job whose turn ended given MADV_COLD or MADV_PAGEOUT (not default)
 
-swapping to a loop device over a file on slowfs (a disk's latency; --swap zram for the fast
-case). Each job also runs alone, with memory to spare, for its slowdown. With --sweep the
+swapping to a loop device over a file on the same slowfs (one disk's latency; --swap zram
+for the fast case). Each job also runs alone, with memory to spare, for its slowdown. With --sweep the
 none/model/model-50 modes run again at several memory sizes: the paper's Figs. 1-2, major
 faults against memory. Results: results-share.md, .json and .png (and results-share-sweep.png)."""
 import contextlib
@@ -45,13 +46,13 @@ MODES = {
 }
 DEFAULT_MODES = ("all-at-once", "none", "switch", "model", "model-50")
 SWEEP_MODES = ("none", "model", "model-50")
-# Per scale: the working set of each job (MiB), passes of each sweep job (enough for two or
-# three turns: a job that ends in its first turn is never paged back in), the quantum (s), and
-# the memory sizes of the sweep as multiples of one working set.
+# Per scale: the working set of each job (MiB), passes of each sweep job and scans of the
+# sqlite3 job (enough for two or three turns: a job that ends in its first turn is never paged
+# back in), the quantum (s), and the memory sizes of the sweep as multiples of one working set.
 SCALES = {
-    "full": dict(mib=256, passes=4000, quantum=8, slack=32, sweep=(1.5, 2, 3, 4)),
-    "demo": dict(mib=16, passes=30000, quantum=6, slack=8, sweep=(1.5, 2, 3, 4)),
-    "test": dict(mib=16, passes=200, quantum=0.3, slack=4, sweep=(2, 4)),
+    "full": dict(mib=256, passes=4000, scans=120, quantum=8, slack=32, sweep=(1.5, 2, 3, 4)),
+    "demo": dict(mib=16, passes=30000, scans=1100, quantum=6, slack=8, sweep=(1.5, 2, 3, 4)),
+    "test": dict(mib=16, passes=200, scans=10, quantum=0.3, slack=4, sweep=(2, 4)),
 }
 # (slack: what the group needs beyond the working sets — the processes' own memory, page
 # tables — in MiB.)
@@ -63,7 +64,8 @@ MIN_TIME_LIMIT_S = 120
 HELP = """\
 Usage: specx bench share [OPTIONS]
 
-Job-speculative prefetching (Suh et al. 2001) on five real memory-hungry jobs
+Job-speculative prefetching (Suh et al. 2001) on six real memory-hungry jobs
+(four over anonymous memory, sort, and sqlite3 scanning a database on slowfs)
 whose working sets are over twice the memory given to them, in the modes
 all-at-once, none, switch, model and model-50; each job also runs alone.
 
@@ -81,12 +83,13 @@ Options:
                           at least 2m)
       --swap slowfs|zram  the swap device: a loop device over a file on slowfs
                           (default; a disk's latency) or zram (memory speed)
-  -p, --preset NAME       slowfs preset of the swap device (default hdd)
+  -p, --preset NAME       slowfs preset of the disk that holds the database and
+                          the swap device's file (default hdd)
       --sweep             also run none, model and model-50 at several memory sizes
                           (the paper's Figs. 1-2)
       --out DIR           results directory (default ./bench-results/<UTC timestamp>)
-      --data-dir DIR      where the swap device's file and sort's input are kept
-                          (default /var/tmp/specx-data)
+      --data-dir DIR      where the disk's files (the database, the swap device's
+                          file) and sort's input are kept (default /var/tmp/specx-data)
   -h, --help              show this help
 
 See specx-bench(1).
@@ -140,9 +143,36 @@ def sort_input(data_dir, mib):
     return path
 
 
-def jobs(scale, data_dir):
-    """The five jobs: each a command line whose output does not depend on the memory it had."""
+def scan_database(backing, mib, scans):
+    """A SQLite database of about MIB MiB (one table of 900-byte rows) and a script of SCANS full
+    scans of it, made once in BACKING (the slow disk's files, written there directly)."""
+    import random
+    import sqlite3
+    db = os.path.join(backing, f"share-scan-{mib}.db")
+    if not os.path.exists(db):
+        with contextlib.closing(sqlite3.connect(db + ".tmp")) as conn:
+            conn.execute("create table t (k integer primary key, v blob)")
+            rng = random.Random(mib)
+            conn.executemany("insert into t values (?, ?)",
+                             ((i, rng.randbytes(900)) for i in range(mib * MIB // 1000)))
+            conn.commit()
+        os.rename(db + ".tmp", db)
+    script = os.path.join(backing, f"share-scan-{scans}.sql")
+    if not os.path.exists(script):
+        with open(script + ".tmp", "w") as f:
+            f.write("select count(*), sum(length(v)), total(k) from t;\n" * scans)
+        os.rename(script + ".tmp", script)
+    return os.path.basename(db), os.path.basename(script)
+
+
+def jobs(scale, data_dir, disk, db, script):
+    """The six jobs: each a command line whose output does not depend on the memory it had.
+    DISK is where the slow disk is mounted, DB and SCRIPT the database's files on it."""
     sweep = components.require("sweep", "the share benchmark's jobs")
+    sqlite3 = shutil.which("sqlite3")
+    if sqlite3 is None:
+        raise SystemExit("specx bench share: its file-backed job needs the sqlite3 shell, which "
+                         "is not installed")
     mib, passes = scale["mib"], scale["passes"]
     text = sort_input(data_dir, mib * 2 // 3)
     return [
@@ -152,6 +182,10 @@ def jobs(scale, data_dir):
         [sweep, str(mib), str(passes), "4"],
         # sort keeps its whole input in a buffer of the working set's size, sorting in memory.
         ["sh", "-c", f"sort -S {mib}M {shlex.quote(text)} | md5sum"],
+        # Keeps its database open and scans it through the page cache (its own cache is 2 MiB):
+        # a working set of file pages, which a turn of the others evicts.
+        ["sh", "-c", f"{sqlite3} -readonly {shlex.quote(os.path.join(disk, db))} "
+                     f"< {shlex.quote(os.path.join(disk, script))} | md5sum"],
     ]
 
 
@@ -269,19 +303,19 @@ def run_mode(mode, job_list, memory, plan, out_dir):
 
 
 @contextlib.contextmanager
-def swap_device(args, size):
-    """Swap space for the run: a loop device over a file on slowfs, or zram."""
-    if args.swap == "zram":
-        with swapspace.enabled(size, args.data_dir, kinds=("zram",)) as space:
-            yield f"zram ({space.path})"
-        return
-    backing = os.path.join(args.data_dir, "share-swap")
-    mountpoint = os.path.join(args.data_dir, ".mnt", "share-swap")
-    os.makedirs(backing, exist_ok=True)
+def devices(args, backing, swap_size):
+    """The slow disk (slowfs over BACKING: the database, and the swap device's file unless
+    --swap zram) and the swap space. Yields the disk's mount point and what the swap is."""
+    mountpoint = os.path.join(args.data_dir, ".mnt", "share-disk")
     # Swapping writes as much as it reads: writes cost the disk's time too.
     with slowfs.mounted(backing, mountpoint, ["--preset", args.preset, "--model-writes"]):
-        with swapspace.enabled(size, mountpoint, kinds=("loop",)) as space:
-            yield f"loop device {space.path} over a file on slowfs --preset {args.preset}"
+        if args.swap == "zram":
+            with swapspace.enabled(swap_size, args.data_dir, kinds=("zram",)) as space:
+                yield mountpoint, f"zram ({space.path})"
+        else:
+            with swapspace.enabled(swap_size, mountpoint, kinds=("loop",)) as space:
+                yield mountpoint, (f"loop device {space.path} over a file on the same slowfs "
+                                   f"--preset {args.preset}")
 
 
 # ---- results ----
@@ -509,15 +543,18 @@ def without_outputs(record):
 def experiment(args, out_dir):
     scale = SCALES[args.scale]
     memory = (2 * scale["mib"] + scale["slack"]) * MIB
-    job_list = jobs(scale, args.data_dir)
+    backing = os.path.join(args.data_dir, "share-disk")
+    os.makedirs(backing, exist_ok=True)
+    db, script = scan_database(backing, scale["mib"], scale["scans"])
     env = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "kernel": os.uname().release,
            "cpus": os.cpu_count(), "scale": args.scale, "job_mib": scale["mib"],
            "memory_mib": memory // MIB, "quantum_s": args.quantum or scale["quantum"],
-           "runs": args.runs, "modes": args.modes, "jobs": job_list}
+           "runs": args.runs, "modes": args.modes}
     result = {"environment": env}
-    swap_size = (len(job_list) * scale["mib"] + 64) * MIB
-    with swap_device(args, swap_size) as swap:
+    swap_size = (6 * scale["mib"] + 64) * MIB
+    with devices(args, backing, swap_size) as (disk, swap):
         env["swap"] = swap
+        env["jobs"] = job_list = jobs(scale, args.data_dir, disk, db, script)
         result["alone"] = [run_alone(j) for j in job_list]
         for i, a in enumerate(result["alone"]):
             print(f"[share] job {i + 1} alone: {a['elapsed_s']:.2f} s", flush=True)
