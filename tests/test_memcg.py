@@ -46,7 +46,9 @@ def test_reclaim_takes_bytes_from_a_group_and_gives_its_limit_back(tmp_path):
     if memcg.find() is None:
         pytest.skip("no cgroup hierarchy with the memory controller on this machine")
     data = tmp_path / "data"
-    data.write_bytes(os.urandom(32 * MiB))
+    with open(data, "wb") as f:   # written back, so that the reader's DONTNEED drops it all
+        f.write(os.urandom(32 * MiB))
+        os.fsync(f.fileno())
     with memcg.limited(f"specx-test-{uuid.uuid4().hex[:8]}", 256 * MiB) as group:
         # A reader whose 32 MiB of page cache is charged to the group, then waits.
         reader = subprocess.Popen(
