@@ -14,9 +14,9 @@ working sets) run in each mode:
                model, the job whose turn ended given MADV_COLD or MADV_PAGEOUT (not default)
 
 swapping to a loop device over a file on the same slowfs (one disk's latency; --swap zram
-for the fast case). Each job also runs alone, with memory to spare, for its slowdown. With --sweep the
-none/model/model-50 modes run again at several memory sizes: the paper's Figs. 1-2, major
-faults against memory. Results: results-share.md, .json and .png (and results-share-sweep.png)."""
+for the fast case). Each job also runs alone, with memory to spare, for its slowdown. With
+--sweep the none/model/model-50 modes run again at several memory sizes: the paper's Figs. 1-2,
+major faults against memory. Results: results-share.md, .json and .png (and results-share-sweep.png)."""
 import contextlib
 import json
 import math
@@ -299,23 +299,22 @@ def run_mode(mode, job_list, memory, plan, out_dir):
     return run_shared(job_list, memory, mode, plan["quantum_s"], plan["time_limit_s"], out_dir)
 
 
-# ---- the swap device ----
+# ---- the slow disk and the swap device ----
 
 
 @contextlib.contextmanager
-def devices(args, backing, swap_size):
-    """The slow disk (slowfs over BACKING: the database, and the swap device's file unless
-    --swap zram) and the swap space. Yields the disk's mount point and what the swap is."""
-    mountpoint = os.path.join(args.data_dir, ".mnt", "share-disk")
+def devices(args, backing, mountpoint, swap_size):
+    """The slow disk (slowfs over BACKING at MOUNTPOINT: the database, and the swap device's
+    file unless --swap zram) and the swap space. Yields what the swap is."""
     # Swapping writes as much as it reads: writes cost the disk's time too.
     with slowfs.mounted(backing, mountpoint, ["--preset", args.preset, "--model-writes"]):
         if args.swap == "zram":
             with swapspace.enabled(swap_size, args.data_dir, kinds=("zram",)) as space:
-                yield mountpoint, f"zram ({space.path})"
+                yield f"zram ({space.path})"
         else:
             with swapspace.enabled(swap_size, mountpoint, kinds=("loop",)) as space:
-                yield mountpoint, (f"loop device {space.path} over a file on the same slowfs "
-                                   f"--preset {args.preset}")
+                yield (f"loop device {space.path} over a file on the same slowfs "
+                       f"--preset {args.preset}")
 
 
 # ---- results ----
@@ -544,17 +543,18 @@ def experiment(args, out_dir):
     scale = SCALES[args.scale]
     memory = (2 * scale["mib"] + scale["slack"]) * MIB
     backing = os.path.join(args.data_dir, "share-disk")
+    disk = os.path.join(args.data_dir, ".mnt", "share-disk")
     os.makedirs(backing, exist_ok=True)
     db, script = scan_database(backing, scale["mib"], scale["scans"])
+    job_list = jobs(scale, args.data_dir, disk, db, script)
     env = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "kernel": os.uname().release,
            "cpus": os.cpu_count(), "scale": args.scale, "job_mib": scale["mib"],
            "memory_mib": memory // MIB, "quantum_s": args.quantum or scale["quantum"],
-           "runs": args.runs, "modes": args.modes}
+           "runs": args.runs, "modes": args.modes, "jobs": job_list}
     result = {"environment": env}
-    swap_size = (6 * scale["mib"] + 64) * MIB
-    with devices(args, backing, swap_size) as (disk, swap):
+    swap_size = (len(job_list) * scale["mib"] + 64) * MIB
+    with devices(args, backing, disk, swap_size) as swap:
         env["swap"] = swap
-        env["jobs"] = job_list = jobs(scale, args.data_dir, disk, db, script)
         result["alone"] = [run_alone(j) for j in job_list]
         for i, a in enumerate(result["alone"]):
             print(f"[share] job {i + 1} alone: {a['elapsed_s']:.2f} s", flush=True)
