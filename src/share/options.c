@@ -93,9 +93,10 @@ void share_options_usage(FILE *out)
         "      --scheduler rr|mlfq round robin (default), or the multi-level feedback\n"
         "                          queue of the paper's section 2\n"
         "      --prefetch none|switch|model\n"
-        "                          bring the next job's swapped-out memory back in: not at\n"
-        "                          all, at the switch (default), or during the current\n"
-        "                          turn, started when the paper's model says (Eq. 11)\n"
+        "                          bring the next job's swapped-out memory and evicted\n"
+        "                          file pages back in: not at all, at the switch, or\n"
+        "                          during the current turn, started when the paper's\n"
+        "                          model says (Eq. 11; the default)\n"
         "      --release none|cold|pageout\n"
         "                          after a job's turn, mark its memory cold or page it out\n"
         "                          so that the next job's prefetch evicts the right pages\n"
@@ -230,7 +231,7 @@ int share_options_parse(int argc, char **argv, struct share_options *o, char *er
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    *o = (struct share_options){ .quantum_ns = DEFAULT_QUANTUM_NS, .prefetch = PREFETCH_SWITCH };
+    *o = (struct share_options){ .quantum_ns = DEFAULT_QUANTUM_NS, .prefetch = PREFETCH_MODEL };
     const char *jobs_file = NULL;
     int opt;
     opterr = 0;

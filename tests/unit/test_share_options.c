@@ -27,8 +27,24 @@ static void splitting(void)
     CHECK(share_split_commands(4, twice, &cmds) == -1);
 }
 
+/* With nothing said: turns of 5 s, round robin, the model's prefetch (it beat prefetching at
+ * the switch in the benchmark's medians: docs/DESIGN.md §7), no release hints. */
+static void defaults(void)
+{
+    char prog[] = "specx-share", sep[] = "--", cmd[] = "true";
+    char *argv[] = { prog, sep, cmd, NULL };
+    struct share_options o;
+    char err[256];
+    CHECK(share_options_parse(3, argv, &o, err, sizeof err) == 0);
+    CHECK(o.quantum_ns == 5000000000ull && o.scheduler == SCHEDULER_RR);
+    CHECK(o.prefetch == PREFETCH_MODEL && o.release == RELEASE_NONE);
+    CHECK(o.njobs == 1);
+    share_options_free(&o);
+}
+
 int main(void)
 {
     splitting();
+    defaults();
     return check_status();
 }
