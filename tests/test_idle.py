@@ -220,9 +220,16 @@ def test_dirty_data_is_bounded_and_written_back_in_the_idle_class(specx, clean, 
     assert disk["dirty_peak_bytes"] < 96 << 20, disk
 
 
+def default_interrupt():
+    """SIGINT as a terminal's Ctrl-C finds it. Under a runner started in the background (`make
+    test &`, CI) it is ignored, and a command inherits that: specx idle's SIGINT then does not
+    end its `sleep`, which is killed after the grace time (exit 137 instead of 130)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_idle(*args):
     return subprocess.Popen([str(SPECX), "idle", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_interrupt)
 
 
 @pytest.mark.root
