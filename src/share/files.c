@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "maps.h"
@@ -36,14 +36,14 @@ static int open_quietly(const char *path)
     return fd;
 }
 
-/* The file at PATH if it is still the regular file DEV/INO (any, for DEV 0), with its size. */
+/* The file at PATH, open, if it is still the regular file DEV/INO and not empty; its stat in ST. */
 static int open_checked(const char *path, dev_t dev, ino_t ino, struct stat *st)
 {
     int fd = open_quietly(path);
     if (fd < 0)
         return -1;
     if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size == 0 ||
-        (dev && (st->st_dev != dev || st->st_ino != ino))) {
+        st->st_dev != dev || st->st_ino != ino) {
         close(fd);
         return -1;
     }

@@ -10,7 +10,7 @@
 
 #include "cgroup.h"
 
-/* At most this many files of a job are remembered (the largest working sets first). */
+/* At most this many files of a job are remembered (the first found with cached pages). */
 #define SHARE_FILES_MAX 64
 
 /* Pages [first, first + count) of a file. */
