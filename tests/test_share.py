@@ -356,7 +356,7 @@ def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
         return {"makespan_s": makespan, "stopped_after_s": None if ended else 100.0,
                 "jobs": [{"wall_s": makespan, "output": "x", "exit": 0}] if ended else None,
                 "major_faults": faults, "major_faults_first_second": faults // 10,
-                "prefetched_bytes": 0, "switches": 4}
+                "prefetched_bytes": 0, "prefetched_file_bytes": 0, "switches": 4}
 
     alone = [{"elapsed_s": 10.0, "output": "x", "exit": 0}]
     summary = share_bench.summarize({
