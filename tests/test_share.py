@@ -297,10 +297,10 @@ def test_a_jobs_evicted_file_pages_are_read_back_in_before_its_turn(specx, tmp_p
     assert jobs[0]["turns"] >= 2 and jobs[0]["prefetched_file_bytes"] > 0
 
 
-@pytest.mark.root
-def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_path):
-    """`specx bench share` at its smallest scale: every file it promises, every output as the
-    job's alone, and no swap device or cgroup left."""
+def bench_share(tmp_path, *options):
+    """`specx bench share` at its smallest scale, swapping to zram (skipped where there is
+    none), checked to have succeeded and to have left no swap device or cgroup behind.
+    Returns the finished process and the results directory."""
     sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
     from specx_bench import swapspace
     if not swapspace.zram_available():
@@ -308,43 +308,39 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
     before_swaps, before_groups = swaps(), share_groups()
     out = tmp_path / "out"
     proc = run_specx("bench", "share", "--scale", "test", "--runs", "1", "--swap", "zram",
-                     "--modes", "all-at-once,none,model", "--out", out, "--data-dir",
-                     tmp_path / "data", timeout=600)
+                     *options, "--out", out, "--data-dir", tmp_path / "data", timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert swaps() - before_swaps - swaps_of_others() == set()
+    assert share_groups() == before_groups
+    # Its swap record directory goes with its last record, unless another benchmark keeps one.
+    records = pathlib.Path(swapspace.RECORD_DIR)
+    assert not records.exists() or any(records.glob("swap-*.json"))
+    return proc, out
+
+
+@pytest.mark.root
+def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_path):
+    """Every file it promises, and every output as the job's alone."""
+    _, out = bench_share(tmp_path, "--modes", "all-at-once,none,model")
     for name in ("results-share.md", "results-share.json", "results-share.png"):
         assert (out / name).exists(), name
     summary = json.loads((out / "results-share.json").read_text())["summary"]
     assert set(summary) == {"all-at-once", "none", "model"}
     assert all(m["outputs_identical"] for m in summary.values())
-    left = swaps() - before_swaps - swaps_of_others()
-    assert left == set() and share_groups() == before_groups
-    # Its record directory goes with its last record, unless another benchmark keeps one.
-    records = pathlib.Path(swapspace.RECORD_DIR)
-    assert not records.exists() or any(records.glob("swap-*.json"))
 
 
 @pytest.mark.root
 def test_a_benchmark_run_past_its_time_limit_is_stopped_and_leaves_nothing(specx, tmp_path):
     """A mode that would thrash for hours is stopped at --time-limit (all-at-once: its jobs
     killed; specx share: sent SIGTERM) and reported as longer than the limit."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
-    from specx_bench import swapspace
-    if not swapspace.zram_available():
-        pytest.skip("no zram here: the benchmark's fast swap device cannot be made")
-    before_swaps, before_groups = swaps(), share_groups()
-    out = tmp_path / "out"
-    proc = run_specx("bench", "share", "--scale", "test", "--runs", "1", "--swap", "zram",
-                     "--modes", "all-at-once,model", "--time-limit", "50ms", "--out", out,
-                     "--data-dir", tmp_path / "data", timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    proc, out = bench_share(tmp_path, "--modes", "all-at-once,model", "--time-limit", "50ms")
     assert proc.stdout.count("stopped after 0.05 s (time limit)") == 2
     summary = json.loads((out / "results-share.json").read_text())["summary"]
     for mode in summary.values():
         assert mode["makespan_s"] is None and mode["makespan_over_s"] == 0.05
         assert mode["stopped_runs"] == 1 and mode["outputs_identical"] is None
     assert "> 0.05 s (stopped)" in (out / "results-share.md").read_text()
-    assert swaps() - before_swaps - swaps_of_others() == set()
-    assert share_groups() == before_groups and not processes_with(str(tmp_path / "data"))
+    assert not processes_with(str(tmp_path / "data"))
 
 
 def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
