@@ -327,6 +327,9 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
     summary = json.loads((out / "results-share.json").read_text())["summary"]
     assert set(summary) == {"all-at-once", "none", "model"}
     assert all(m["outputs_identical"] for m in summary.values())
+    # Prefetched and unused: anonymous pages asked for that the job's next turn never mapped.
+    for run in json.loads((out / "results-share.json").read_text())["runs"]["model"]:
+        assert all(0 <= j["prefetched_unused_bytes"] <= j["prefetched_bytes"] for j in run["jobs"])
 
 
 @pytest.mark.root
@@ -352,7 +355,8 @@ def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
         return {"makespan_s": makespan, "stopped_after_s": None if ended else 100.0,
                 "jobs": [{"wall_s": makespan, "output": "x", "exit": 0}] if ended else None,
                 "major_faults": faults, "major_faults_first_second": faults // 10,
-                "prefetched_bytes": 0, "prefetched_file_bytes": 0, "switches": 4}
+                "prefetched_bytes": 0, "prefetched_file_bytes": 0,
+                "prefetched_unused_bytes": 0, "switches": 4}
 
     alone = [{"elapsed_s": 10.0, "output": "x", "exit": 0}]
     summary = share_bench.summarize({

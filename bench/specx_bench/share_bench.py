@@ -218,7 +218,8 @@ def stopped(limit, major_faults):
     its faults are those until then."""
     return {"makespan_s": None, "stopped_after_s": limit, "jobs": None,
             "major_faults": major_faults, "major_faults_first_second": None,
-            "prefetched_bytes": 0, "prefetched_file_bytes": 0, "switches": None}
+            "prefetched_bytes": 0, "prefetched_file_bytes": 0, "prefetched_unused_bytes": 0,
+            "switches": None}
 
 
 def run_all_at_once(job_list, memory, limit):
@@ -244,7 +245,7 @@ def run_all_at_once(job_list, memory, limit):
     return {"makespan_s": max(ends), "stopped_after_s": None, "jobs": [
         {"wall_s": e, "output": o, "exit": p.returncode} for e, o, p in zip(ends, outs, procs)],
         "major_faults": faults, "major_faults_first_second": None, "prefetched_bytes": 0,
-        "prefetched_file_bytes": 0, "switches": 0}
+        "prefetched_file_bytes": 0, "prefetched_unused_bytes": 0, "switches": 0}
 
 
 def run_shared(job_list, memory, mode, quantum, limit, out_dir):
@@ -285,14 +286,16 @@ def run_shared(job_list, memory, mode, quantum, limit, out_dir):
                              "major_faults": j["major_faults"], "turns": j["turns"],
                              "major_faults_first_second": j["major_faults_first_second"],
                              "prefetched_bytes": j["prefetched_bytes"],
-                             "prefetched_file_bytes": j["prefetched_file_bytes"]})
+                             "prefetched_file_bytes": j["prefetched_file_bytes"],
+                             "prefetched_unused_bytes": j["prefetched_unused_bytes"]})
     shutil.rmtree(outputs)
     return {"makespan_s": makespan, "stopped_after_s": None, "jobs": jobs_out,
             "switches": record["switches"],
             "major_faults": sum(j["major_faults"] for j in jobs_out),
             "major_faults_first_second": sum(j["major_faults_first_second"] for j in jobs_out),
             "prefetched_bytes": sum(j["prefetched_bytes"] for j in jobs_out),
-            "prefetched_file_bytes": sum(j["prefetched_file_bytes"] for j in jobs_out)}
+            "prefetched_file_bytes": sum(j["prefetched_file_bytes"] for j in jobs_out),
+            "prefetched_unused_bytes": sum(j["prefetched_unused_bytes"] for j in jobs_out)}
 
 
 def run_mode(mode, job_list, memory, plan, out_dir):
@@ -346,6 +349,7 @@ def summarize(records, alone):
             "major_faults_first_second": median([r["major_faults_first_second"] for r in runs]),
             "prefetched_mib": median([r["prefetched_bytes"] / MIB for r in runs]),
             "prefetched_file_mib": median([r["prefetched_file_bytes"] / MIB for r in runs]),
+            "prefetched_unused_mib": median([r["prefetched_unused_bytes"] / MIB for r in runs]),
             "switches": median([r["switches"] for r in runs]),
             "slowdown": [median([r["jobs"][i]["wall_s"] / a["elapsed_s"] for r in ended])
                          for i, a in enumerate(alone)],
@@ -441,7 +445,8 @@ def markdown(result):
         lines.append(
             f"| {mode} | {fmt_makespan(m)} | {fmt_ratio(ratio(summary, mode, 'none'))} | "
             f"{fmt_faults(m)} | {fmt_faults(m, 'major_faults_first_second')} | "
-            f"{fmt(m['prefetched_mib'], 1)} MiB ({fmt(m['prefetched_file_mib'], 1)} of files) | "
+            f"{fmt(m['prefetched_mib'], 1)} MiB ({fmt(m['prefetched_file_mib'], 1)} of files, "
+            f"{fmt(m['prefetched_unused_mib'], 1)} unused) | "
             f"{fmt(m['switches'], 0)} | "
             f"{', '.join(fmt(x) for x in m['slowdown'])} | {identical} |")
     lines += ["", "Slowdown: a job's wall time (from the start of the run to its end, turns of "

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "freezer.h"
 #include "memcg.h"
+#include "memory.h"
 #include "util.h"
 
 /* How long a job's groups may take to empty once its processes are killed. */
@@ -236,6 +237,7 @@ void share_job_end(struct share_job *j)
         specx_warn("cannot remove the cgroup %s: %s", j->mem.dir, strerror(errno));
     j->mem_made = j->frz_made = false;
     share_files_clear(&j->files);
+    share_memory_unused(j); /* forgets what was asked for: a job that ended has no next turn */
     if (j->pidfd >= 0)
         close(j->pidfd);
     j->pidfd = -1;

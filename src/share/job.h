@@ -20,6 +20,13 @@ struct share_groups {
     bool mem_made, frz_made, fetch_made;
 };
 
+/* Anonymous memory a prefetch asked for: LEN bytes at ADDR in process PID (memory.c). */
+struct share_asked {
+    pid_t pid;
+    uintptr_t addr;
+    size_t len;
+};
+
 /* A line-buffered stream of a job's output relayed to ours with a "[N] " prefix. */
 struct share_stream {
     int fd;       /* read end of the job's pipe, -1 once at EOF (or with --output) */
@@ -43,6 +50,9 @@ struct share_job {
     unsigned level;           /* mlfq level */
     uint64_t prefetched_bytes, prefetched_file_bytes; /* the second: of files, in the first */
     struct share_files files; /* its file pages in the page cache when its last turn ended */
+    struct share_asked *asked; /* what prefetches asked for since its last turn ended */
+    size_t nasked, asked_cap;
+    uint64_t unused_bytes;    /* of what was asked for, pages its turn then never touched */
     uint64_t major_faults, peak_bytes; /* of its memory group, read as it ends */
     uint64_t majflt_at_turn;  /* its major faults when its current turn began */
     uint64_t majflt_first_second; /* major faults in each turn's first second, summed */

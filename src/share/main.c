@@ -188,9 +188,12 @@ static void switch_turn(struct share *s, bool time_up)
     if (job_running(s, cur)) {
         share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
         end_first_second(s);
-        /* Its file pages in the page cache now are what its next turn starts with. */
-        if (s->opt.prefetch != PREFETCH_NONE)
+        /* What of its prefetched memory the turn never touched was prefetched in vain; its
+         * file pages in the page cache now are what its next turn starts with. */
+        if (s->opt.prefetch != PREFETCH_NONE) {
+            s->jobs[cur].unused_bytes += share_memory_unused(&s->jobs[cur]);
             share_files_capture(&s->jobs[cur].files, &s->jobs[cur].mem);
+        }
         if (s->opt.release == RELEASE_COLD)
             share_memory_release(&s->jobs[cur], MADV_COLD, UINT64_MAX);
         else if (s->opt.release == RELEASE_PAGEOUT)

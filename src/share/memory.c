@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,9 +196,25 @@ static uint64_t swapped_bytes(pid_t pid)
     return swapped.n * PAGE_SIZE_BYTES;
 }
 
+/* The prefetching thread notes what it asks for while the main thread counts and forgets it
+ * at the end of a turn. */
+static pthread_mutex_t asked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_asked(struct share_job *j, pid_t pid, const struct ranges *r)
+{
+    pthread_mutex_lock(&asked_lock);
+    for (size_t i = 0; i < r->n; i++) {
+        if (!specx_grow(&j->asked, &j->asked_cap, j->nasked, sizeof *j->asked, 64))
+            break;
+        j->asked[j->nasked++] = (struct share_asked){ pid, (uintptr_t)r->iov[i].iov_base,
+                                                      r->iov[i].iov_len };
+    }
+    pthread_mutex_unlock(&asked_lock);
+}
+
 /* One process's swapped pages read back in, in slot order, at most *BUDGET bytes of them
  * (taken off the budget). Returns the bytes asked for. */
-static uint64_t prefetch_process(pid_t pid, uint64_t *budget)
+static uint64_t prefetch_process(struct share_job *j, pid_t pid, uint64_t *budget)
 {
     struct ranges all = anonymous_ranges(pid);
     struct swapped_list swapped = pages_with(pid, &all, SPECX_PAGEMAP_SWAPPED);
@@ -210,6 +227,7 @@ static uint64_t prefetch_process(pid_t pid, uint64_t *budget)
     if (pidfd >= 0) {
         struct ranges order = as_ranges(&swapped, true);
         advise(pidfd, &order, MADV_WILLNEED);
+        note_asked(j, pid, &order);
         wait_for_reads(pid, &order);
         free(order.iov);
         close(pidfd);
@@ -251,14 +269,39 @@ uint64_t share_memory_swapped(const struct share_job *j)
     return bytes;
 }
 
-uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes)
+uint64_t share_memory_prefetch(struct share_job *j, uint64_t max_bytes)
 {
     pid_t pids[MAX_PROCESSES];
     long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
     uint64_t bytes = 0;
     for (long i = 0; i < n && max_bytes > 0; i++)
-        bytes += prefetch_process(pids[i], &max_bytes);
+        bytes += prefetch_process(j, pids[i], &max_bytes);
     return bytes;
+}
+
+/* Pages of LEN bytes at ADDR in PID that are not mapped (pagemap's present bit). */
+static uint64_t pages_absent(pid_t pid, uintptr_t addr, size_t len)
+{
+    struct ranges one = { &(struct iovec){ (void *)addr, len }, 1 };
+    struct swapped_list present = pages_with(pid, &one, SPECX_PAGEMAP_PRESENT);
+    uint64_t absent = len / PAGE_SIZE_BYTES - present.n;
+    free(present.pages);
+    return absent;
+}
+
+uint64_t share_memory_unused(struct share_job *j)
+{
+    pthread_mutex_lock(&asked_lock);
+    struct share_asked *asked = j->asked;
+    size_t n = j->nasked;
+    j->asked = NULL;
+    j->nasked = j->asked_cap = 0;
+    pthread_mutex_unlock(&asked_lock);
+    uint64_t pages = 0;
+    for (size_t i = 0; i < n; i++)
+        pages += pages_absent(asked[i].pid, asked[i].addr, asked[i].len);
+    free(asked);
+    return pages * PAGE_SIZE_BYTES;
 }
 
 void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes)

@@ -14,7 +14,13 @@ uint64_t share_memory_swapped(const struct share_job *j);
 /* Asks the kernel to read the job's swapped-out memory back in, in the order of its swap
  * slots, at most MAX_BYTES of it (process_madvise MADV_WILLNEED; into the swap cache the job's
  * faults then find), and returns once the reads have arrived, with the bytes asked for. */
-uint64_t share_memory_prefetch(const struct share_job *j, uint64_t max_bytes);
+uint64_t share_memory_prefetch(struct share_job *j, uint64_t max_bytes);
+
+/* Bytes of what the prefetches asked for since the job's last turn ended that are still not
+ * mapped in it: its turn never touched them (the first page of each range counts as touched:
+ * the prefetch reads a byte of it to know the range has arrived). Forgets what was asked for.
+ * Called when a turn ends, and when the job ends (there to forget). */
+uint64_t share_memory_unused(struct share_job *j);
 
 /* Memory free for a prefetch now: below the limit of GROUP (NULL or no limit: the machine's
  * MemAvailable), less a margin of a sixteenth (at least 4 MiB) for the running job to grow

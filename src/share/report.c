@@ -61,11 +61,13 @@ static void json_job(FILE *f, const struct share_job *j)
         fputs("null", f);
     fprintf(f, ", \"wall_s\": %.6f, \"turns\": %u, \"major_faults\": %llu, "
                "\"major_faults_first_second\": %llu, \"peak_bytes\": %llu, "
-               "\"prefetched_bytes\": %llu, \"prefetched_file_bytes\": %llu}",
+               "\"prefetched_bytes\": %llu, \"prefetched_file_bytes\": %llu, "
+               "\"prefetched_unused_bytes\": %llu}",
             job_seconds(j), j->turns, (unsigned long long)j->major_faults,
             (unsigned long long)j->majflt_first_second, (unsigned long long)j->peak_bytes,
             (unsigned long long)j->prefetched_bytes,
-            (unsigned long long)j->prefetched_file_bytes);
+            (unsigned long long)j->prefetched_file_bytes,
+            (unsigned long long)j->unused_bytes);
 }
 
 int share_report_json(const char *file, const struct share_run *run)
