@@ -113,14 +113,16 @@ static void collect_prefetch(struct share *s)
     }
 }
 
-/* Eq. 11 of the paper: the prefetch of the next job's S_PF bytes starts at T - S_PF / B, T the
- * end of the current turn, B the swap-in bandwidth measured on earlier prefetches. Until B is
+/* Eq. 11 of the paper: the prefetch of the next job's S_PF bytes (swapped out, and its file
+ * pages evicted) starts at T - S_PF / B, T the end of the current turn, B the bandwidth
+ * measured on earlier prefetches. Until B is
  * known the prefetch happens at the switch, where it is measured. */
 static uint64_t model_start(const struct share *s, size_t next)
 {
     if (s->bandwidth <= 0)
         return UINT64_MAX;
-    uint64_t bytes = share_memory_swapped(&s->jobs[next]);
+    uint64_t bytes = share_memory_swapped(&s->jobs[next]) +
+                     share_files_missing(&s->jobs[next].files);
     uint64_t lead = (uint64_t)((double)bytes / s->bandwidth * 1e9);
     return lead >= s->turn_end - s->turn_start ? s->turn_start : s->turn_end - lead;
 }
