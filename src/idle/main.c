@@ -195,9 +195,8 @@ static void stop_network(struct idle *s)
     s->network.prog_fd = -1;
 }
 
-/* The deadline came (§3.1.3 of the paper: deadline-bounded backgrounding falls back to
- * running the work like any other): normal CPU and I/O priority, memory no longer yielded. */
-/* The command at normal priority on every resource; returns the threads promoted. */
+/* The command at normal CPU, I/O and network priority, its memory no longer yielded; returns
+ * the threads promoted. */
 static unsigned lift_priorities(struct idle *s)
 {
     stop_yielding(s, specx_now_ns());
@@ -208,7 +207,8 @@ static unsigned lift_priorities(struct idle *s)
     return idle_priority_promote(&s->groups.mem.cg);
 }
 
-/* The deadline has come: the command runs on as foreground work (§2.2's promotion). */
+/* The deadline came (§3.1.3 of the paper: deadline-bounded backgrounding falls back to
+ * running the work like any other). */
 static void promote(struct idle *s)
 {
     s->promoted_at = time(NULL);
@@ -217,8 +217,9 @@ static void promote(struct idle *s)
 
 /* Ctrl-C, SIGTERM, SIGHUP: passed on to every process of the command, thawed and at normal
  * priority so that it can act on them at once (at idle CPU priority beside a busy foreground
- * it could not end within the grace time: seen under load, killed, exit 137); killed if it
- * has not ended within STOP_GRACE_NS. */
+ * it might get no CPU within the grace time); killed if it has not ended within
+ * STOP_GRACE_NS — as is a command that ignores the signal (one started by a background shell
+ * inherits an ignored SIGINT). */
 static void take_signals(struct idle *s)
 {
     struct signalfd_siginfo si;

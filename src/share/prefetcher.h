@@ -20,8 +20,9 @@ int share_prefetcher_start(void);
 /* A prefetch: JOB's swapped-out memory brought in (memory.h), then with FILES_CHARGED_TO its
  * file pages evicted since its last turn (files.h; read by a helper in that group), no more of
  * them than there is room for below ROOM_OF's limit (NULL: the machine's available memory)
- * once TURN's own swapped-out memory is back in too. When the room is short, memory is reclaimed from the frozen jobs in
- * EVICT first, the one whose turn is furthest first, until there is room: the paper's S_PF
+ * once TURN's own swapped-out memory is back in too. When the room is short, memory is
+ * reclaimed from the frozen jobs in EVICT first, the one whose turn is furthest first, until
+ * there is room: the paper's S_PF
  * is bounded by the memory left, and the kernel must never have to find room while the
  * running job faults — a group's limit reclaims from every job in it in proportion to its
  * size, the running one too, not from the least recently used. */
