@@ -211,6 +211,43 @@ long specx_cgroup_procs(const struct specx_cgroup *cg, pid_t *pids, size_t max)
     return (long)n;
 }
 
+bool specx_proc_stat_cpu_ticks(const char *text, uint64_t *ticks)
+{
+    const char *p = strrchr(text, ')');
+    /* After ") ": state (field 3), then fields 4-13, then utime, stime, cutime, cstime. */
+    for (int field = 3; p && field <= 14; field++)
+        p = strchr(p + 1, ' ');
+    unsigned long long t[4];
+    if (!p || sscanf(p, " %llu %llu %llu %llu", &t[0], &t[1], &t[2], &t[3]) != 4)
+        return false;
+    *ticks = t[0] + t[1] + t[2] + t[3];
+    return true;
+}
+
+static uint64_t process_cpu_ns(pid_t pid)
+{
+    char path[64], text[1024];
+    uint64_t ticks;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    long len = specx_kfile_read(path, text, sizeof text);
+    if (len <= 0 || !specx_proc_stat_cpu_ticks(text, &ticks))
+        return 0;
+    return ticks * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+uint64_t specx_cgroup_cpu_ns(const struct specx_cgroup *cg)
+{
+    uint64_t usec;
+    if (cg->version == SPECX_CG_V2)
+        return specx_cgroup_key_u64(cg, "cpu.stat", "usage_usec", &usec) ? usec * 1000 : 0;
+    pid_t pids[4096];
+    long n = specx_cgroup_procs(cg, pids, sizeof pids / sizeof *pids);
+    uint64_t ns = 0;
+    for (long i = 0; i < n; i++)
+        ns += process_cpu_ns(pids[i]);
+    return ns;
+}
+
 bool specx_cgroup_is_empty(const struct specx_cgroup *cg)
 {
     char text[64];

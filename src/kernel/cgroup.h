@@ -62,6 +62,18 @@ int specx_cgroup_attach(const struct specx_cgroup *cg, pid_t pid);
  * -1 with errno if the list cannot be read. */
 long specx_cgroup_procs(const struct specx_cgroup *cg, pid_t *pids, size_t max);
 
+/* The CPU time, in clock ticks, of /proc/PID/stat's TEXT: user and system time of the
+ * process and of the children it has waited for (fields 14-17, counted after the command's
+ * closing parenthesis: the command itself may hold spaces and parentheses). False if TEXT is
+ * too short. */
+bool specx_proc_stat_cpu_ticks(const char *text, uint64_t *ticks);
+
+/* CPU time CG's tasks used, in ns. v2: cpu.stat usage_usec (a core file: every task that ran
+ * in CG or below, those that ended too). v1 keeps such a count only in cpuacct's hierarchy,
+ * so there: the processes in CG itself now and the children they have waited for, at the
+ * clock tick's grain; a process reaped from outside CG no longer counts. */
+uint64_t specx_cgroup_cpu_ns(const struct specx_cgroup *cg);
+
 /* True if no process is left in CG or below it. */
 bool specx_cgroup_is_empty(const struct specx_cgroup *cg);
 

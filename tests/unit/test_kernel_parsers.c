@@ -77,6 +77,17 @@ static void test_psi(void)
     CHECK(!specx_psi_parse("garbage", &psi));
 }
 
+static void test_proc_stat_cpu(void)
+{
+    uint64_t ticks = 0;
+    /* A command with a space and a ")" in its name: fields count from the last ")". */
+    CHECK(specx_proc_stat_cpu_ticks("4242 (a) b) S 1 4242 4242 0 -1 4194560 1200 0 3 0 "
+                                    "250 17 5 3 20 0 1 0 123 4096 100\n", &ticks));
+    CHECK(ticks == 275);
+    CHECK(!specx_proc_stat_cpu_ticks("4242 (sh) S 1 2 3 4 5 6 7 8 9 10 11 12 13", &ticks));
+    CHECK(!specx_proc_stat_cpu_ticks("no parenthesis", &ticks));
+}
+
 int main(void)
 {
     test_cgroup_v1_line_wins();
@@ -85,5 +96,6 @@ int main(void)
     test_mounts_hybrid();
     test_key_value();
     test_psi();
+    test_proc_stat_cpu();
     return check_status();
 }
