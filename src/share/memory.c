@@ -131,15 +131,17 @@ static int by_slot(const void *a, const void *b)
     return x->slot > y->slot ? 1 : x->slot < y->slot ? -1 : 0;
 }
 
-/* The pages as ranges of neighbours in address; with SLOTS_TOO (the pages sorted by slot),
- * only where their slots are neighbours too: each range is then one run of the device. */
-static struct ranges as_ranges(const struct swapped_list *l, bool slots_too)
+/* The pages as ranges of neighbours in address, none longer than MAX_LEN; with SLOTS_TOO (the
+ * pages sorted by slot), only where their slots are neighbours too: each range is then one
+ * run of the device. */
+static struct ranges as_ranges(const struct swapped_list *l, bool slots_too, uint64_t max_len)
 {
     struct ranges r = { 0 };
     r.iov = malloc((l->n ? l->n : 1) * sizeof *r.iov);
     for (size_t i = 0; r.iov && i < l->n; i++) {
         struct iovec *last = r.n ? &r.iov[r.n - 1] : NULL;
         if (last && (uintptr_t)last->iov_base + last->iov_len == l->pages[i].addr &&
+            last->iov_len < max_len &&
             (!slots_too || l->pages[i - 1].slot + 1 == l->pages[i].slot))
             last->iov_len += PAGE_SIZE_BYTES;
         else
@@ -172,6 +174,19 @@ static void advise(int pidfd, const struct ranges *r, int advice)
         size_t n = r->n - i < BATCH ? r->n - i : BATCH;
         syscall(SYS_process_madvise, pidfd, &r->iov[i], n, advice, 0u);
     }
+}
+
+/* How many of R's ranges from FROM on make one chunk: SHARE_PREFETCH_CHUNK bytes at most, at
+ * least one range. */
+static size_t chunk_length(const struct ranges *r, size_t from)
+{
+    size_t n = 0;
+    for (uint64_t bytes = 0; from + n < r->n; n++) {
+        bytes += r->iov[from + n].iov_len;
+        if (n > 0 && bytes > SHARE_PREFETCH_CHUNK)
+            break;
+    }
+    return n;
 }
 
 /* Shortens R to its first *BUDGET bytes, which it takes off the budget. */
@@ -225,10 +240,14 @@ static uint64_t prefetch_process(struct share_job *j, pid_t pid, uint64_t *budge
     *budget -= bytes;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd >= 0) {
-        struct ranges order = as_ranges(&swapped, true);
-        advise(pidfd, &order, MADV_WILLNEED);
+        struct ranges order = as_ranges(&swapped, true, SHARE_PREFETCH_CHUNK);
         note_asked(j, pid, &order);
-        wait_for_reads(pid, &order);
+        for (size_t i = 0, n; order.iov && i < order.n; i += n) {
+            n = chunk_length(&order, i);
+            struct ranges chunk = { order.iov + i, n };
+            advise(pidfd, &chunk, MADV_WILLNEED);
+            wait_for_reads(pid, &chunk);
+        }
         free(order.iov);
         close(pidfd);
     }
@@ -244,7 +263,7 @@ static void release_process(pid_t pid, int advice, uint64_t *budget)
 {
     struct ranges all = anonymous_ranges(pid);
     struct swapped_list present = pages_with(pid, &all, SPECX_PAGEMAP_PRESENT);
-    struct ranges some = as_ranges(&present, false);
+    struct ranges some = as_ranges(&present, false, UINT64_MAX);
     trim(&some, budget);
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd >= 0) {

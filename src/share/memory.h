@@ -11,9 +11,18 @@
  * /proc/PID/pagemap). */
 uint64_t share_memory_swapped(const struct share_job *j);
 
+/* A prefetch reads, and makes room by writing, this much at a time, each chunk's I/O waited
+ * for before the next is issued. The idle I/O class puts the prefetch behind the running
+ * job's faults only while its requests wait in the device's own queue: a loop device takes up
+ * to its queue's depth at once and hands them to the file behind it, where (slowfs, like a
+ * disk's own queue) they are served in order of arrival, and a fault that came later waited
+ * behind a whole job's memory. In chunks, it waits behind one at most. */
+#define SHARE_PREFETCH_CHUNK (1ull << 20)
+
 /* Asks the kernel to read the job's swapped-out memory back in, in the order of its swap
  * slots, at most MAX_BYTES of it (process_madvise MADV_WILLNEED; into the swap cache the job's
- * faults then find), and returns once the reads have arrived, with the bytes asked for. */
+ * faults then find), a chunk at a time, and returns once the reads have arrived, with the
+ * bytes asked for. */
 uint64_t share_memory_prefetch(struct share_job *j, uint64_t max_bytes);
 
 /* Bytes of what the prefetches asked for since the job's last turn ended that are still not
