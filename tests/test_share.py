@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -141,8 +142,8 @@ def test_one_job_runs_at_a_time_in_turns(specx, tmp_path):
               "with open(sys.argv[1], 'a', buffering=1) as f:\n"
               "    while time.monotonic() < end:\n        f.write(sys.argv[2] + '\\n')\n"
               "        time.sleep(0.002)\n")
-    proc = run_specx("share", "--quantum", "100ms", "--json", tmp_path / "r.json", "--",
-                     *joined(py(writer, log, "1"), py(writer, log, "2")))
+    proc = run_specx("share", "--quantum", "100ms", "--json", tmp_path / "r.json", "--report",
+                     "--", *joined(py(writer, log, "1"), py(writer, log, "2")))
     assert proc.returncode == 0, proc.stderr
     marks = log.read_text().split()
     runs = [m for i, m in enumerate(marks) if i == 0 or marks[i - 1] != m]
@@ -151,6 +152,18 @@ def test_one_job_runs_at_a_time_in_turns(specx, tmp_path):
     assert record["switches"] >= 2
     # A job's monotonic clock runs on while it is frozen: its 1.5 s end in wall time.
     assert all(j["turns"] >= 2 for j in record["jobs"])
+    # The turns, one record each, in order, the jobs alternating, each with the CPU time its
+    # job used in it (the writer sleeps most of its turn).
+    turns = record["turns"]
+    assert len(turns) == sum(j["turns"] for j in record["jobs"])
+    assert all(a["job"] != b["job"] for a, b in zip(turns, turns[1:]))
+    assert all(a["start_s"] + a["seconds"] <= b["start_s"] + 0.001
+               for a, b in zip(turns, turns[1:]))
+    assert all(0 <= t["cpu_s"] <= t["seconds"] + 0.05 for t in turns)
+    assert sum(t["cpu_s"] for t in turns) > 0
+    # The table for people says the same.
+    assert re.search(r"switches; the jobs were on a CPU for \d+ % of their turns", proc.stderr)
+    assert len(re.findall(r"^  [12]   ", proc.stderr, re.M)) == 2, proc.stderr
 
 
 @pytest.mark.root
@@ -293,8 +306,14 @@ def test_a_jobs_evicted_file_pages_are_read_back_in_before_its_turn(specx, tmp_p
                      "--", *joined(py(reader, data), py(dropper, data)))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"[1] {alone}"
-    jobs = json.loads(report.read_text())["jobs"]
+    record = json.loads(report.read_text())
+    jobs = record["jobs"]
     assert jobs[0]["turns"] >= 2 and jobs[0]["prefetched_file_bytes"] > 0
+    # Every prefetch has its record, and they add up to what the jobs were given.
+    for job in jobs:
+        mine = [p for p in record["prefetches"] if p["job"] == job["job"]]
+        assert sum(p["bytes"] for p in mine) == job["prefetched_bytes"]
+        assert sum(p["file_bytes"] for p in mine) == job["prefetched_file_bytes"]
 
 
 def bench_share(tmp_path, *options):
@@ -330,6 +349,11 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
     # Prefetched and unused: anonymous pages asked for that the job's next turn never mapped.
     for run in json.loads((out / "results-share.json").read_text())["runs"]["model"]:
         assert all(0 <= j["prefetched_unused_bytes"] <= j["prefetched_bytes"] for j in run["jobs"])
+        # Each run keeps specx share's turns and prefetches, and how much of the turns'
+        # time the jobs ran.
+        assert len(run["turns"]) == sum(j["turns"] for j in run["jobs"])
+        assert sum(p["bytes"] for p in run["prefetches"]) == run["prefetched_bytes"]
+        assert 0 < run["turn_cpu_share"] <= 1.1
 
 
 @pytest.mark.root
@@ -356,7 +380,7 @@ def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
                 "jobs": [{"wall_s": makespan, "output": "x", "exit": 0}] if ended else None,
                 "major_faults": faults, "major_faults_first_second": faults // 10,
                 "prefetched_bytes": 0, "prefetched_file_bytes": 0,
-                "prefetched_unused_bytes": 0, "switches": 4}
+                "prefetched_unused_bytes": 0, "switches": 4, "turn_cpu_share": 0.5}
 
     alone = [{"elapsed_s": 10.0, "output": "x", "exit": 0}]
     summary = share_bench.summarize({

@@ -213,13 +213,22 @@ def group_stat(group, key):
     return int(fields.get(f"total_{key}", fields.get(key, 0)))
 
 
-def stopped(limit, major_faults):
+def stopped(limit, major_faults, traced=None):
     """The record of a run stopped at its time limit: its makespan is only known to be longer,
-    its faults are those until then."""
+    its faults are those until then (and TRACED, specx share's turns and prefetches)."""
     return {"makespan_s": None, "stopped_after_s": limit, "jobs": None,
             "major_faults": major_faults, "major_faults_first_second": None,
             "prefetched_bytes": 0, "prefetched_file_bytes": 0, "prefetched_unused_bytes": 0,
-            "switches": None}
+            "switches": None, "turn_cpu_share": None} | (traced or {})
+
+
+def trace(record):
+    """specx share's turns and prefetches, one record each, and the share of the turns' time
+    the jobs spent on a CPU (the rest they waited: for their pages, or for the device)."""
+    turns = record["turns"]
+    seconds = sum(t["seconds"] for t in turns)
+    return {"turn_cpu_share": sum(t["cpu_s"] for t in turns) / seconds if seconds else None,
+            "turns": turns, "prefetches": record["prefetches"]}
 
 
 def run_all_at_once(job_list, memory, limit):
@@ -245,7 +254,8 @@ def run_all_at_once(job_list, memory, limit):
     return {"makespan_s": max(ends), "stopped_after_s": None, "jobs": [
         {"wall_s": e, "output": o, "exit": p.returncode} for e, o, p in zip(ends, outs, procs)],
         "major_faults": faults, "major_faults_first_second": None, "prefetched_bytes": 0,
-        "prefetched_file_bytes": 0, "prefetched_unused_bytes": 0, "switches": 0}
+        "prefetched_file_bytes": 0, "prefetched_unused_bytes": 0, "switches": 0,
+        "turn_cpu_share": None}
 
 
 def run_shared(job_list, memory, mode, quantum, limit, out_dir):
@@ -268,11 +278,14 @@ def run_shared(job_list, memory, mode, quantum, limit, out_dir):
         proc.communicate()
         if isinstance(e, KeyboardInterrupt):
             raise
-        with open(report) as f:            # written on SIGTERM too: the faults until then
+        if not os.path.exists(report):     # written on SIGTERM too: the faults until then
+            raise RuntimeError(f"specx share wrote no report when stopped "
+                               f"(exit {proc.returncode})")
+        with open(report) as f:
             record = json.load(f)
         os.unlink(report)
         shutil.rmtree(outputs)
-        return stopped(limit, sum(j["major_faults"] for j in record["jobs"]))
+        return stopped(limit, sum(j["major_faults"] for j in record["jobs"]), trace(record))
     makespan = time.monotonic() - t0
     if proc.returncode != 0 or not os.path.exists(report):
         raise RuntimeError(f"specx share exited {proc.returncode}: {err.strip()[-300:]}")
@@ -295,7 +308,8 @@ def run_shared(job_list, memory, mode, quantum, limit, out_dir):
             "major_faults_first_second": sum(j["major_faults_first_second"] for j in jobs_out),
             "prefetched_bytes": sum(j["prefetched_bytes"] for j in jobs_out),
             "prefetched_file_bytes": sum(j["prefetched_file_bytes"] for j in jobs_out),
-            "prefetched_unused_bytes": sum(j["prefetched_unused_bytes"] for j in jobs_out)}
+            "prefetched_unused_bytes": sum(j["prefetched_unused_bytes"] for j in jobs_out)
+            } | trace(record)
 
 
 def run_mode(mode, job_list, memory, plan, out_dir):
@@ -351,6 +365,7 @@ def summarize(records, alone):
             "prefetched_file_mib": median([r["prefetched_file_bytes"] / MIB for r in runs]),
             "prefetched_unused_mib": median([r["prefetched_unused_bytes"] / MIB for r in runs]),
             "switches": median([r["switches"] for r in runs]),
+            "turn_cpu_share": median([r["turn_cpu_share"] for r in runs]),
             "slowdown": [median([r["jobs"][i]["wall_s"] / a["elapsed_s"] for r in ended])
                          for i, a in enumerate(alone)],
             "outputs_identical": all(r["jobs"][i]["output"] == a["output"] and
@@ -404,6 +419,10 @@ def fmt(v, digits=2):
     return "–" if v is None else f"{v:,.{digits}f}"
 
 
+def fmt_share(v):
+    return "–" if v is None else f"{100 * v:.0f} %"
+
+
 def fmt_ratio(measured):
     if measured is None:
         return "–"
@@ -437,8 +456,8 @@ def markdown(result):
         "Alone (memory to spare): " + ", ".join(f"job {i + 1} {a['elapsed_s']:.2f} s"
                                                 for i, a in enumerate(result["alone"])) + ".", "",
         "| mode | makespan | vs none | major faults | in turns' first second | prefetched | "
-        "switches | slowdown per job | outputs as alone |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "switches | CPU in turns | slowdown per job | outputs as alone |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode, m in summary.items():
         identical = {True: "yes", False: "**NO**", None: "– (none ended)"}[m["outputs_identical"]]
@@ -447,12 +466,14 @@ def markdown(result):
             f"{fmt_faults(m)} | {fmt_faults(m, 'major_faults_first_second')} | "
             f"{fmt(m['prefetched_mib'], 1)} MiB ({fmt(m['prefetched_file_mib'], 1)} of files, "
             f"{fmt(m['prefetched_unused_mib'], 1)} unused) | "
-            f"{fmt(m['switches'], 0)} | "
+            f"{fmt(m['switches'], 0)} | {fmt_share(m['turn_cpu_share'])} | "
             f"{', '.join(fmt(x) for x in m['slowdown'])} | {identical} |")
     lines += ["", "Slowdown: a job's wall time (from the start of the run to its end, turns of "
               "the others included) over its time alone. Major faults: of the jobs' memory "
               "groups (all-at-once: of the one group); in turns' first second: summed over "
-              "every turn (specx share only).", "", "## Bars (issue 11)", ""]
+              "every turn (specx share only). CPU in turns: the share of the turns' time "
+              "the running job spent on a CPU; the rest it waited, on its pages or the "
+              "device (specx share only).", "", "## Bars (issue 11)", ""]
     rows = bars(summary)
     lines += ["| figure | measured | bar | result |", "|---|---|---|---|"] if rows else \
         ["None applies to this run's modes (they compare model with none, switch and "

@@ -24,7 +24,6 @@
 #include "util.h"
 
 #define WATCH_NS (20ull * 1000000ull)
-#define MEASURABLE_BYTES (1ull << 20)
 
 struct followed {
     struct share_job job; /* job.mem is the followed group */
@@ -147,10 +146,7 @@ static void collect(struct follow *f)
     if (!share_prefetcher_collect(&d))
         return;
     d.job->prefetched_bytes += d.bytes;
-    if (d.bytes >= MEASURABLE_BYTES && d.ns > 0) {
-        double b = (double)d.bytes / ((double)d.ns / 1e9);
-        f->bandwidth = f->bandwidth > 0 ? (f->bandwidth + b) / 2 : b;
-    }
+    f->bandwidth = share_bandwidth_update(f->bandwidth, &d);
 }
 
 static void report(const struct follow *f, FILE *out)

@@ -214,6 +214,12 @@ uint64_t share_job_peak_bytes(const struct share_job *j)
     return specx_memcg_peak(&j->mem);
 }
 
+uint64_t share_job_cpu_ns(const struct share_job *j)
+{
+    uint64_t ns = specx_cgroup_cpu_ns(&j->mem);
+    return j->exited && j->mem.version == SPECX_CG_V1 ? ns + j->cpu_at_exit_ns : ns;
+}
+
 void share_job_end(struct share_job *j)
 {
     if (!j->mem_made)

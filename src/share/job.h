@@ -45,6 +45,7 @@ struct share_job {
     struct share_stream out, err;
     bool exited;
     int status;               /* wait status once exited */
+    uint64_t cpu_at_exit_ns;  /* its process's CPU time, its waited-for children's in it */
     uint64_t started_ns, ended_ns;
     unsigned turns;
     unsigned level;           /* mlfq level */
@@ -80,6 +81,10 @@ int share_job_freeze(const struct share_job *j, bool frozen, int timeout_ms);
 /* The job's major page faults so far (its memory group's memory.stat). */
 uint64_t share_job_major_faults(const struct share_job *j);
 uint64_t share_job_peak_bytes(const struct share_job *j);
+
+/* The CPU time the job has used so far, in ns (its groups' count, and on v1, where that counts
+ * only the processes alive in the group, its own process's once it has ended). */
+uint64_t share_job_cpu_ns(const struct share_job *j);
 
 /* Kills every process in the job's groups (thawing them so they can die), waits for the
  * groups to empty, notes the group's figures, and removes them. Safe to call more than once. */

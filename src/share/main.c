@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,8 +29,6 @@
 #define FREEZE_TIMEOUT_MS 2000
 /* How often the loop looks whether a prefetch has finished (its bandwidth is B of Eq. 11). */
 #define PREFETCH_POLL_NS (50ull * 1000000ull)
-/* A prefetch smaller than this says too little about the device to measure B by. */
-#define MEASURABLE_BYTES (1ull << 20)
 #define FIRST_SECOND_NS 1000000000ull
 
 struct share {
@@ -40,7 +39,6 @@ struct share {
     size_t n, current;
     uint64_t run_start, turn_start, turn_end;
     bool first_second_pending;
-    bool prefetching;       /* a prefetch is under way in the prefetcher's thread */
     size_t prefetched_next; /* the job prefetched for the coming turn (SIZE_MAX: none) */
     /* --prefetch model: the job predicted to run next, and when its prefetch starts; planned
      * once a turn (and again once B is first known). */
@@ -49,6 +47,13 @@ struct share {
     uint64_t model_at;
     double bandwidth;       /* B, bytes per second; 0 until measured */
     unsigned switches;
+    /* What happened, turn by turn and prefetch by prefetch, for the JSON report; the last
+     * turn's record is open (its figures at its start) while TURN_OPEN. */
+    struct share_turn *turns;
+    size_t nturns, turns_cap;
+    bool turn_open;
+    struct share_prefetch_record *prefetches;
+    size_t nprefetches, prefetches_cap;
     int sigfd;
     int stop_signal;        /* the signal that interrupted the run, 0 if none */
     FILE *json;
@@ -93,24 +98,24 @@ static void prefetch(struct share *s, size_t next)
     }
     share_prefetcher_request(&r);
     s->prefetched_next = next;
-    s->prefetching = true;
 }
 
-/* A prefetch has finished: its bytes count for its job, and its rate is a measurement of the
- * swap-in bandwidth B (the prefetch ends when its last read has arrived: memory.c). */
+/* A prefetch has finished: its record is kept, its bytes count for its job, and its rate is a
+ * measurement of B (the prefetch ends when its last read has arrived: memory.c). */
 static void collect_prefetch(struct share *s)
 {
     struct share_prefetch_done d;
     if (!share_prefetcher_collect(&d))
         return;
-    s->prefetching = false;
+    if (specx_grow(&s->prefetches, &s->prefetches_cap, s->nprefetches, sizeof *s->prefetches,
+                   64))
+        s->prefetches[s->nprefetches++] = (struct share_prefetch_record){
+            d.job->number, d.start_ns - s->run_start, d.ns, d.room_ns, d.bytes, d.file_bytes };
     d.job->prefetched_bytes += d.bytes;
     d.job->prefetched_file_bytes += d.file_bytes;
-    if (d.bytes >= MEASURABLE_BYTES && d.ns > 0) {
-        double b = (double)d.bytes / ((double)d.ns / 1e9);
-        s->model_planned = s->model_planned && s->bandwidth > 0; /* first B: plan again */
-        s->bandwidth = s->bandwidth > 0 ? (s->bandwidth + b) / 2 : b;
-    }
+    double was = s->bandwidth;
+    s->bandwidth = share_bandwidth_update(was, &d);
+    s->model_planned = s->model_planned && s->bandwidth == was; /* a new B: plan again */
 }
 
 /* Eq. 11 of the paper: the prefetch of the next job's S_PF bytes (swapped out, and its file
@@ -142,6 +147,32 @@ static void plan_model(struct share *s)
     s->model_at = model_start(s, next);
 }
 
+/* Job I's turn begins: its record opens with the job's counts now. */
+static void open_turn_record(struct share *s, size_t i, uint64_t now)
+{
+    const struct share_job *j = &s->jobs[i];
+    s->turn_open = specx_grow(&s->turns, &s->turns_cap, s->nturns, sizeof *s->turns, 64);
+    if (s->turn_open)
+        s->turns[s->nturns++] = (struct share_turn){
+            .job = j->number, .start_ns = now - s->run_start,
+            .major_faults = j->majflt_at_turn, .cpu_ns = share_job_cpu_ns(j) };
+}
+
+/* The current turn is over: its record gets what the job did since the turn began. */
+static void close_turn_record(struct share *s, uint64_t now)
+{
+    if (!s->turn_open)
+        return;
+    s->turn_open = false;
+    struct share_turn *t = &s->turns[s->nturns - 1];
+    const struct share_job *j = &s->jobs[s->current];
+    uint64_t faults = share_job_major_faults(j), cpu = share_job_cpu_ns(j);
+    t->end_ns = now - s->run_start;
+    t->major_faults = faults > t->major_faults ? faults - t->major_faults : 0;
+    /* v1 counts only processes alive in the group: one that ended takes its time along. */
+    t->cpu_ns = cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
+}
+
 static void start_turn(struct share *s, size_t next, uint64_t now)
 {
     struct share_job *j = &s->jobs[next];
@@ -152,6 +183,7 @@ static void start_turn(struct share *s, size_t next, uint64_t now)
     if (s->opt.prefetch != PREFETCH_NONE)
         prefetch(s, next);
     j->majflt_at_turn = share_job_major_faults(j);
+    open_turn_record(s, next, now);
     share_job_freeze(j, false, FREEZE_TIMEOUT_MS);
     j->turns++;
     s->turn_start = now;
@@ -168,7 +200,10 @@ static void end_first_second(struct share *s)
     if (!s->first_second_pending || !job_running(s, s->current))
         return;
     struct share_job *j = &s->jobs[s->current];
-    j->majflt_first_second += share_job_major_faults(j) - j->majflt_at_turn;
+    uint64_t faults = share_job_major_faults(j) - j->majflt_at_turn;
+    j->majflt_first_second += faults;
+    if (s->turn_open)
+        s->turns[s->nturns - 1].major_faults_first_second = faults;
     s->first_second_pending = false;
 }
 
@@ -180,8 +215,6 @@ static void switch_turn(struct share *s, bool time_up)
     if (job_running(s, cur))
         share_after_turn(s->opt.scheduler, &s->slots[cur], time_up);
     size_t next = share_next_job(s->opt.scheduler, s->slots, s->n, cur);
-    if (next == SIZE_MAX)
-        return;
     if (next == cur) { /* the only job left (or the only one of its level): it goes on */
         s->turn_start = now;
         s->turn_end = now + turn_length(s, cur);
@@ -190,6 +223,12 @@ static void switch_turn(struct share *s, bool time_up)
     if (job_running(s, cur)) {
         share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
         end_first_second(s);
+        now = specx_now_ns(); /* it ran until frozen; the next turn starts from here */
+    }
+    close_turn_record(s, now);
+    if (next == SIZE_MAX)
+        return;
+    if (job_running(s, cur)) {
         /* What of its prefetched memory the turn never touched was prefetched in vain; its
          * file pages in the page cache now are what its next turn starts with. */
         if (s->opt.prefetch != PREFETCH_NONE) {
@@ -213,16 +252,24 @@ static struct share_job *job_of(struct share *s, pid_t pid)
     return NULL;
 }
 
+static uint64_t rusage_cpu_ns(const struct rusage *ru)
+{
+    return (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ull +
+           (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ull;
+}
+
 static void reap(struct share *s)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    struct rusage ru;
+    while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
         struct share_job *j = job_of(s, pid);
         if (!j)
             continue;
         j->exited = true;
         j->status = status;
+        j->cpu_at_exit_ns = rusage_cpu_ns(&ru);
         j->ended_ns = specx_now_ns();
         s->slots[j - s->jobs].runnable = false;
         if ((size_t)(j - s->jobs) == s->current)
@@ -258,7 +305,7 @@ static int poll_timeout_ms(const struct share *s, uint64_t now, uint64_t model_a
         due = s->turn_start + FIRST_SECOND_NS;
     if (model_at < due)
         due = model_at;
-    if (s->prefetching && now + PREFETCH_POLL_NS < due)
+    if (share_prefetcher_busy() && now + PREFETCH_POLL_NS < due)
         due = now + PREFETCH_POLL_NS;
     return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
 }
@@ -397,6 +444,7 @@ static void start_all(struct share *s)
     }
     s->current = 0;
     s->turn_start = specx_now_ns();
+    open_turn_record(s, 0, s->turn_start);
     s->turn_end = s->turn_start + turn_length(s, 0);
     s->first_second_pending = true;
 }
@@ -406,7 +454,8 @@ static void write_reports(struct share *s, int exit_code)
     struct share_run run = {
         .opt = &s->opt, .jobs = s->jobs, .njobs = s->n, .switches = s->switches,
         .makespan_s = (double)(specx_now_ns() - s->run_start) / 1e9, .exit_code = exit_code,
-        .interrupted = s->stop_signal != 0,
+        .interrupted = s->stop_signal != 0, .turns = s->turns, .nturns = s->nturns,
+        .prefetches = s->prefetches, .nprefetches = s->nprefetches,
     };
     if (s->opt.report)
         share_report_table(stderr, &run);
@@ -457,6 +506,7 @@ int main(int argc, char **argv)
     if (s.opt.prefetch != PREFETCH_NONE && share_prefetcher_start() < 0)
         specx_die(1, "cannot start the prefetching thread: %s", strerror(errno));
     run_loop(&s);
+    close_turn_record(&s, specx_now_ns()); /* interrupted: the turn under way ends here */
     end_all(&s);
     int code = s.stop_signal ? 128 + s.stop_signal : worst_exit_code(&s);
     write_reports(&s, code);

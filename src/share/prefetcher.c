@@ -14,9 +14,9 @@
 #include "memory.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;      /* a request, or a collection */
 static struct share_prefetch_request wanted;
-static bool requested;
+static bool requested, working;
 static struct share_prefetch_done done;
 static bool done_ready;
 
@@ -28,12 +28,17 @@ static bool done_ready;
  * read ahead around its faults, or prefetched and not touched in its turn). */
 static void make_room(const struct share_job *j, uint64_t bytes)
 {
-    share_memory_release(j, MADV_PAGEOUT, bytes);
-    specx_memcg_reclaim(&j->mem, bytes);
+    /* A chunk at a time, its writes waited for (by the reclaim) before the next: like the
+     * reads (memory.h), so that the running job's faults wait behind one chunk at most. */
+    for (uint64_t step; bytes > 0; bytes -= step) {
+        step = bytes < SHARE_PREFETCH_CHUNK ? bytes : SHARE_PREFETCH_CHUNK;
+        share_memory_release(j, MADV_PAGEOUT, step);
+        specx_memcg_reclaim(&j->mem, step);
+    }
 }
 
 /* The job's memory first, then its files, as far as the room goes. */
-static uint64_t prefetch(const struct share_prefetch_request *r, uint64_t *file_bytes)
+static void prefetch(const struct share_prefetch_request *r, struct share_prefetch_done *d)
 {
     uint64_t anon = share_memory_swapped(r->job), room = share_memory_room(r->room_of);
     uint64_t files = r->files_charged_to ? share_files_missing(&r->job->files) : 0;
@@ -42,11 +47,12 @@ static uint64_t prefetch(const struct share_prefetch_request *r, uint64_t *file_
         make_room(r->evict[i], kept + anon + files - room);
         room = share_memory_room(r->room_of);
     }
+    d->room_ns = specx_now_ns() - d->start_ns;
     room = room > kept ? room - kept : 0;
     uint64_t bytes = share_memory_prefetch(r->job, anon < room ? anon : room);
-    *file_bytes = files && room > bytes ?
+    d->file_bytes = files && room > bytes ?
         share_files_prefetch(&r->job->files, r->files_charged_to, room - bytes) : 0;
-    return bytes + *file_bytes;
+    d->bytes = bytes + d->file_bytes;
 }
 
 static void *run(void *arg)
@@ -54,10 +60,12 @@ static void *run(void *arg)
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&lock);
-        while (!requested)
+        /* The last one's figures must be collected before another can replace them. */
+        while (!requested || done_ready)
             pthread_cond_wait(&wake, &lock);
         struct share_prefetch_request r = wanted;
         requested = false;
+        working = true;
         pthread_mutex_unlock(&lock);
         /* The next job's pages are read in the idle class, behind the running job's faults.
          * The running job's own (a prefetch at the switch) are not: it would wait on them, and
@@ -66,11 +74,13 @@ static void *run(void *arg)
             specx_ioprio_set(0, IOPRIO_CLASS_BE, 4);
         else
             specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
-        uint64_t t0 = specx_now_ns(), file_bytes;
-        uint64_t bytes = prefetch(&r, &file_bytes);
+        struct share_prefetch_done d = { .job = r.job, .start_ns = specx_now_ns() };
+        prefetch(&r, &d);
+        d.ns = specx_now_ns() - d.start_ns;
         pthread_mutex_lock(&lock);
-        done = (struct share_prefetch_done){ r.job, bytes, file_bytes, specx_now_ns() - t0 };
+        done = d;
         done_ready = true;
+        working = false;
         pthread_mutex_unlock(&lock);
     }
     return NULL;
@@ -103,6 +113,31 @@ bool share_prefetcher_collect(struct share_prefetch_done *out)
     if (ready)
         *out = done;
     done_ready = false;
+    pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     return ready;
+}
+
+/* A prefetch smaller than this says too little about the device to measure B by. */
+#define MEASURABLE_BYTES (1ull << 20)
+
+double share_bandwidth_update(double bandwidth, const struct share_prefetch_done *d)
+{
+    if (d->bytes < MEASURABLE_BYTES || d->ns == 0)
+        return bandwidth;
+    double b = (double)d->bytes / ((double)d->ns / 1e9);
+    /* The rate varied fivefold from one prefetch to the next in the benchmark (seeks between
+     * scattered swap slots, writes to make room, the running job's own reads). A slower one
+     * lowers the estimate at once, a faster one raises it halfway: a prefetch started late
+     * leaves the next job faulting through its first second, one started early costs little,
+     * since it never takes room the running job holds (share_memory_room). */
+    return bandwidth <= 0 || b < bandwidth ? b : (bandwidth + b) / 2;
+}
+
+bool share_prefetcher_busy(void)
+{
+    pthread_mutex_lock(&lock);
+    bool busy = requested || working || done_ready;
+    pthread_mutex_unlock(&lock);
+    return busy;
 }

@@ -39,11 +39,22 @@ struct share_prefetch_request {
 void share_prefetcher_request(const struct share_prefetch_request *r);
 
 /* A finished prefetch, if there is one not collected yet: its job, the bytes it asked for
- * (FILE_BYTES of them of files) and how long the asking took. */
+ * (FILE_BYTES of them of files), when it began (specx_now_ns) and how long it took until its
+ * reads had arrived, ROOM_NS of it making room. The thread begins no other prefetch until
+ * this one is collected. */
 struct share_prefetch_done {
     struct share_job *job;
-    uint64_t bytes, file_bytes, ns;
+    uint64_t bytes, file_bytes, start_ns, ns, room_ns;
 };
 bool share_prefetcher_collect(struct share_prefetch_done *done);
+
+/* True while a prefetch is asked for, under way, or finished and not collected: the caller
+ * should look again soon. */
+bool share_prefetcher_busy(void);
+
+/* B of Eq. 11, bytes per second, after the finished prefetch D (BANDWIDTH: the estimate so
+ * far, 0 for none; D too small to say anything leaves it). B is measured to the end of the
+ * prefetch, the making of room included: that is the lead the next one needs. */
+double share_bandwidth_update(double bandwidth, const struct share_prefetch_done *d);
 
 #endif

@@ -29,14 +29,26 @@ static void command_text(const struct share_job *j, char *out, size_t width)
             *c = ' ';
 }
 
+/* The share of the turns' time their jobs spent on a CPU. */
+static double turns_cpu_share(const struct share_run *run)
+{
+    uint64_t cpu = 0, wall = 0;
+    for (size_t i = 0; i < run->nturns; i++) {
+        cpu += run->turns[i].cpu_ns;
+        wall += run->turns[i].end_ns - run->turns[i].start_ns;
+    }
+    return wall ? (double)cpu / (double)wall : 0.0;
+}
+
 void share_report_table(FILE *out, const struct share_run *run)
 {
     const struct share_options *o = run->opt;
     fprintf(out, "specx share: %zu jobs, quantum %.3g s, scheduler %s, prefetch %s, release %s\n",
             run->njobs, (double)o->quantum_ns / 1e9, scheduler_names[o->scheduler],
             prefetch_names[o->prefetch], release_names[o->release]);
-    fprintf(out, "  makespan %.2f s, %u switches%s\n", run->makespan_s, run->switches,
-            run->interrupted ? " (interrupted)" : "");
+    fprintf(out, "  makespan %.2f s, %u switches%s; the jobs were on a CPU for %.0f %% of their "
+                 "turns\n", run->makespan_s, run->switches,
+            run->interrupted ? " (interrupted)" : "", 100 * turns_cpu_share(run));
     fprintf(out, "  %-3s %-32s %5s %9s %6s %12s %15s %12s\n", "job", "command", "exit", "wall s",
             "turns", "major faults", "in 1st seconds", "prefetched");
     for (size_t i = 0; i < run->njobs; i++) {
@@ -87,6 +99,24 @@ int share_report_json(const char *file, const struct share_run *run)
     for (size_t i = 0; i < run->njobs; i++) {
         json_job(f, &run->jobs[i]);
         fputs(i + 1 < run->njobs ? ",\n" : "\n", f);
+    }
+    fputs("  ],\n  \"turns\": [\n", f);
+    for (size_t i = 0; i < run->nturns; i++) {
+        const struct share_turn *t = &run->turns[i];
+        fprintf(f, "    {\"job\": %u, \"start_s\": %.6f, \"seconds\": %.6f, \"cpu_s\": %.3f, "
+                   "\"major_faults\": %llu, \"major_faults_first_second\": %llu}%s\n",
+                t->job, (double)t->start_ns / 1e9, (double)(t->end_ns - t->start_ns) / 1e9,
+                (double)t->cpu_ns / 1e9, (unsigned long long)t->major_faults,
+                (unsigned long long)t->major_faults_first_second, i + 1 < run->nturns ? "," : "");
+    }
+    fputs("  ],\n  \"prefetches\": [\n", f);
+    for (size_t i = 0; i < run->nprefetches; i++) {
+        const struct share_prefetch_record *p = &run->prefetches[i];
+        fprintf(f, "    {\"job\": %u, \"start_s\": %.6f, \"seconds\": %.6f, "
+                   "\"making_room_s\": %.6f, \"bytes\": %llu, \"file_bytes\": %llu}%s\n",
+                p->job, (double)p->start_ns / 1e9, (double)p->ns / 1e9, (double)p->room_ns / 1e9,
+                (unsigned long long)p->bytes, (unsigned long long)p->file_bytes,
+                i + 1 < run->nprefetches ? "," : "");
     }
     fputs("  ]\n}\n", f);
     return specx_json_close(f);
