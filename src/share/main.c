@@ -41,7 +41,7 @@ struct share {
     bool first_second_pending;
     size_t prefetched_next; /* the job prefetched for the coming turn (SIZE_MAX: none) */
     /* --prefetch model: the job predicted to run next, and when its prefetch starts; planned
-     * once a turn (and again once B is first known). */
+     * once a turn, and again when B changes before that prefetch has begun. */
     bool model_planned;
     size_t predicted;
     uint64_t model_at;

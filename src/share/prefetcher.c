@@ -14,7 +14,7 @@
 #include "memory.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;      /* a request, or a collection */
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER; /* a request, or a collection */
 static struct share_prefetch_request wanted;
 static bool requested, working;
 static struct share_prefetch_done done;
