@@ -230,8 +230,8 @@ static void take_signals(struct idle *s)
         s->stop_deadline_ns = specx_now_ns() + STOP_GRACE_NS;
         if (!s->promoted_at)
             lift_priorities(s);
-        pid_t pids[4096];
-        long n = specx_cgroup_procs(&s->groups.mem.cg, pids, sizeof pids / sizeof pids[0]);
+        pid_t pids[SPECX_CGROUP_PROCS_MAX];
+        long n = specx_cgroup_procs(&s->groups.mem.cg, pids, SPECX_CGROUP_PROCS_MAX);
         for (long i = 0; i < n; i++)
             kill(pids[i], s->stop_signal);
     }

@@ -42,12 +42,12 @@ static unsigned promote_threads(pid_t pid)
 
 unsigned idle_priority_promote(const struct specx_cgroup *group)
 {
-    pid_t pids[4096];
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
     unsigned n = 0;
     /* Twice: a process started while the first pass ran inherited idle priority from a
      * thread not yet promoted. */
     for (int pass = 0; pass < 2; pass++) {
-        long count = specx_cgroup_procs(group, pids, sizeof pids / sizeof pids[0]);
+        long count = specx_cgroup_procs(group, pids, SPECX_CGROUP_PROCS_MAX);
         n = 0;
         for (long i = 0; i < count; i++)
             n += promote_threads(pids[i]);

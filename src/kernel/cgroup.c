@@ -240,8 +240,8 @@ uint64_t specx_cgroup_cpu_ns(const struct specx_cgroup *cg)
     uint64_t usec;
     if (cg->version == SPECX_CG_V2)
         return specx_cgroup_key_u64(cg, "cpu.stat", "usage_usec", &usec) ? usec * 1000 : 0;
-    pid_t pids[4096];
-    long n = specx_cgroup_procs(cg, pids, sizeof pids / sizeof *pids);
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = specx_cgroup_procs(cg, pids, SPECX_CGROUP_PROCS_MAX);
     uint64_t ns = 0;
     for (long i = 0; i < n; i++)
         ns += process_cpu_ns(pids[i]);

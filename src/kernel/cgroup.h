@@ -58,6 +58,9 @@ int specx_cgroup_make(const struct specx_cgroup *parent, const char *name,
 /* Moves process PID (every thread) into CG. */
 int specx_cgroup_attach(const struct specx_cgroup *cg, pid_t pid);
 
+/* Room callers give a list of one group's processes. */
+#define SPECX_CGROUP_PROCS_MAX 4096
+
 /* The processes in CG itself (cgroup.procs), at most MAX of them into PIDS. Returns how many, or
  * -1 with errno if the list cannot be read. */
 long specx_cgroup_procs(const struct specx_cgroup *cg, pid_t *pids, size_t max);

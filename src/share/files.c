@@ -19,9 +19,6 @@
 #include "util.h"
 
 #define PAGE 4096ull
-/* Processes of a job looked at (a shell's children too). */
-#define MAX_PROCESSES 4096
-
 /* The main thread captures a job's set at the end of its turn while the prefetching thread may
  * be reading it: each works on a copy taken under this lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -193,8 +190,8 @@ static void replace(struct share_files *set, struct share_files *with)
 
 void share_files_capture(struct share_files *set, const struct specx_cgroup *cg)
 {
-    pid_t pids[MAX_PROCESSES];
-    long n = specx_cgroup_procs(cg, pids, MAX_PROCESSES);
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = specx_cgroup_procs(cg, pids, SPECX_CGROUP_PROCS_MAX);
     struct share_files fresh = { 0 };
     for (long i = 0; i < n; i++) {
         add_mapped(&fresh, pids[i]);

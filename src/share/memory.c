@@ -276,12 +276,10 @@ static void release_process(pid_t pid, int advice, uint64_t *budget)
 }
 
 /* Every process of a job counts: a shell's children too, all in its memory group. */
-#define MAX_PROCESSES 4096
-
 uint64_t share_memory_swapped(const struct share_job *j)
 {
-    pid_t pids[MAX_PROCESSES];
-    long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
     uint64_t bytes = 0;
     for (long i = 0; i < n; i++)
         bytes += swapped_bytes(pids[i]);
@@ -290,8 +288,8 @@ uint64_t share_memory_swapped(const struct share_job *j)
 
 uint64_t share_memory_prefetch(struct share_job *j, uint64_t max_bytes)
 {
-    pid_t pids[MAX_PROCESSES];
-    long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
     uint64_t bytes = 0;
     for (long i = 0; i < n && max_bytes > 0; i++)
         bytes += prefetch_process(j, pids[i], &max_bytes);
@@ -325,8 +323,8 @@ uint64_t share_memory_unused(struct share_job *j)
 
 void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes)
 {
-    pid_t pids[MAX_PROCESSES];
-    long n = specx_cgroup_procs(&j->mem, pids, MAX_PROCESSES);
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
     for (long i = 0; i < n && max_bytes > 0; i++)
         release_process(pids[i], advice, &max_bytes);
 }
