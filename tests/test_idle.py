@@ -220,6 +220,26 @@ def test_dirty_data_is_bounded_and_written_back_in_the_idle_class(specx, clean, 
     assert disk["dirty_peak_bytes"] < 96 << 20, disk
 
 
+def memory_controller_on_v1():
+    return any(line.split(":")[1].split(",").count("memory")
+               for line in pathlib.Path("/proc/self/cgroup").read_text().splitlines())
+
+
+@pytest.mark.root
+def test_the_dirty_bound_rests_while_nothing_is_written(specx, clean, tmp_path):
+    """After a calm second the bound samples only when the kernel says the command's memory
+    use moved (v1 usage thresholds) or with the memory control (every 50 ms): a sleeping
+    command costs about 20 wakeups a second, not the 100 of the 10 ms clock."""
+    if not memory_controller_on_v1():
+        pytest.skip("usage thresholds are cgroup v1's; on v2 the bound samples on the clock")
+    report = tmp_path / "r.json"
+    proc = run_specx("idle", "--json", report, "--", "sleep", "4", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    # 100 samples in the first second, then 20 a second: 160; the clock alone would take 400
+    # (a loaded machine only delays samples).
+    assert json.loads(report.read_text())["disk"]["dirty_samples"] < 250
+
+
 def default_interrupt():
     """SIGINT as a terminal's Ctrl-C finds it. Under a runner started in the background (`make
     test &`, CI) it is ignored, and a command inherits that: specx idle's SIGINT then does not

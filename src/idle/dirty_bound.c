@@ -75,7 +75,7 @@ void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
                       struct idle_hold *hold, uint64_t bound, uint64_t now_ns)
 {
     *d = (struct idle_dirty){ .mem = mem, .hold = hold, .bound = bound, .enabled = true,
-                              .due_ns = now_ns };
+                              .due_ns = now_ns, .watch_fd = -1, .can_watch = true };
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->wake, NULL);
     d->thread_started = bound && pthread_create(&d->thread, NULL, flusher, d) == 0;
@@ -95,11 +95,62 @@ static void set_held(struct idle_dirty *d, bool held, uint64_t now_ns)
     }
 }
 
-void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns)
+static void close_watch(struct idle_dirty *d)
 {
-    uint64_t dirty;
-    if (!d->enabled || now_ns < d->due_ns || !specx_memcg_dirty(d->mem, &dirty))
+    if (d->watch_fd >= 0)
+        close(d->watch_fd);
+    d->watch_fd = -1;
+    d->resting = false;
+}
+
+/* Rests until the group's memory use leaves a window around where it is now. False where
+ * the kernel cannot tell (v2), and the bound samples on. */
+static bool rest(struct idle_dirty *d)
+{
+    close_watch(d);
+    uint64_t usage = specx_memcg_usage(d->mem), window = idle_dirty_watch_window(d->bound);
+    d->watch_fd = specx_memcg_usage_watch(d->mem, usage > window ? usage - window : 0,
+                                          usage + window);
+    d->resting = d->watch_fd >= 0;
+    return d->resting;
+}
+
+/* While resting, whether the watch fired (and it is read, so that it can fire again). */
+static bool watch_fired(struct idle_dirty *d)
+{
+    uint64_t count;
+    return d->resting && read(d->watch_fd, &count, sizeof count) == sizeof count;
+}
+
+/* Whether the bound rests after a sample that found little unwritten data (REST_LEVEL) or
+ * not. A fired watch sends it back to the clock until it is calm for IDLE_DIRTY_CALM_NS
+ * again: a fast reader moves the use a window every few milliseconds, and a watch set for
+ * each would cost more than the samples. The old watch is closed only when one is set anew
+ * or at the end: closing it removes its thresholds, which waits for the kernel (2 ms seen)
+ * just when a writer may have started. */
+static void settle_rest(struct idle_dirty *d, bool rest_level, bool fired, uint64_t now_ns)
+{
+    if (!rest_level || fired)
+        d->resting = false;
+    if (!rest_level)
+        d->calm_since_ns = 0;
+    else if (!d->calm_since_ns || fired)
+        d->calm_since_ns = now_ns;
+    bool calm = d->calm_since_ns && now_ns - d->calm_since_ns >= IDLE_DIRTY_CALM_NS;
+    if (calm && !d->resting && d->can_watch)
+        d->can_watch = rest(d);
+}
+
+void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns, bool memory_sampled)
+{
+    if (!d->enabled)
         return;
+    bool fired = watch_fired(d);
+    bool due = d->resting ? fired || memory_sampled : now_ns >= d->due_ns;
+    uint64_t dirty;
+    if (!due || !specx_memcg_dirty(d->mem, &dirty))
+        return;
+    d->samples++;
     if (dirty > d->peak_bytes)
         d->peak_bytes = dirty;
     pthread_mutex_lock(&d->lock);
@@ -113,12 +164,19 @@ void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns)
         pthread_cond_signal(&d->wake);
         pthread_mutex_unlock(&d->lock);
     }
-    d->due_ns = now_ns + step.next_ns;
+    /* Memory use moved a window: a writer may be starting, sampled at once again. */
+    d->due_ns = now_ns + (fired ? IDLE_DIRTY_FAST_NS : step.next_ns);
+    settle_rest(d, step.rest, fired, now_ns);
 }
 
 uint64_t idle_dirty_due(const struct idle_dirty *d)
 {
-    return d->enabled ? d->due_ns : UINT64_MAX;
+    return d->enabled && !d->resting ? d->due_ns : UINT64_MAX;
+}
+
+int idle_dirty_fd(const struct idle_dirty *d)
+{
+    return d->resting ? d->watch_fd : -1;
 }
 
 void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns)
@@ -126,6 +184,7 @@ void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns)
     if (!d->enabled)
         return;
     d->enabled = false;
+    close_watch(d);
     set_held(d, false, now_ns);
     if (d->thread_started) {
         pthread_mutex_lock(&d->lock);

@@ -17,7 +17,12 @@ struct idle_dirty {
     struct idle_hold *hold;
     uint64_t bound;                 /* bytes; 0: none */
     bool enabled, held;
-    uint64_t due_ns;                /* the next sample */
+    uint64_t due_ns;                /* the next sample, unless resting */
+    /* Resting (dirty_policy.h): the next sample comes when WATCH_FD, an eventfd, says the
+     * group's memory use moved, or with the memory control's. -1 where none can be had. */
+    bool resting, can_watch;
+    int watch_fd;
+    uint64_t calm_since_ns;         /* little unwritten data since; 0: not now */
     /* The thread that starts write-back, woken when there is some to start. */
     pthread_t thread;
     bool thread_started;
@@ -27,18 +32,22 @@ struct idle_dirty {
     uint64_t passes;                /* write-back passes done */
     unsigned last_pass_files;       /* files the last one found open for writing */
     /* What it did, for the report. */
-    uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed;
+    uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed, samples;
 };
 
 /* Starts bounding the background in memory group MEM to BOUND bytes (0: only reports). */
 void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
                       struct idle_hold *hold, uint64_t bound, uint64_t now_ns);
 
-/* A sample, if one is due at NOW_NS, and what follows from it. */
-void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns);
+/* A sample, if one is due at NOW_NS (MEMORY_SAMPLED: the memory control sampled just now),
+ * and what follows from it. */
+void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns, bool memory_sampled);
 
-/* When the next sample is due (CLOCK_MONOTONIC ns); UINT64_MAX once stopped. */
+/* When the next sample is due (CLOCK_MONOTONIC ns); UINT64_MAX while resting or stopped. */
 uint64_t idle_dirty_due(const struct idle_dirty *d);
+
+/* The descriptor to poll for while resting, or -1. */
+int idle_dirty_fd(const struct idle_dirty *d);
 
 /* Stops (the deadline, or the end): the background let go, the thread ended. */
 void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns);

@@ -14,5 +14,6 @@ struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bou
     step.flush = dirty > bound / 4;
     if (step.flush)
         step.next_ns = IDLE_DIRTY_FAST_NS;
+    step.rest = !step.hold && !step.flush;
     return step;
 }

@@ -16,8 +16,9 @@
 /* Samples while the background has little unwritten data, and while it has more. A writer
  * dirties memory at a gigabyte a second, so the bound holds to what it writes between two
  * samples and what the kernel's batched counters do not show yet (up to 60 MiB of such a
- * writer here, tests/test_idle.py). A sample reads one memory.stat (about 10 us): 0.1 % of a
- * CPU at rest, 0.5 % while the background writes hard. */
+ * writer here, tests/test_idle.py). A sample is a wakeup of specx idle and a read of
+ * memory.stat: at 10 ms, 1.3-1.6 % of a CPU, and 0.8-1.0 % of a foreground's time on the CPU
+ * it shares (measured, docs/DESIGN.md §8): so the bound rests when it can (below). */
 #define IDLE_DIRTY_SLOW_NS 10000000ull
 #define IDLE_DIRTY_FAST_NS 2000000ull
 /* Without a bound the samples only feed the report's peak. */
@@ -26,8 +27,27 @@
 struct idle_dirty_step {
     bool hold;        /* the background must be (or stay) frozen */
     bool flush;       /* start write-back of its files now */
+    /* Little unwritten data: where the kernel can tell when the group's memory use moves by
+     * idle_dirty_watch_window() (v1 usage thresholds), the next sample waits for that, or for
+     * the memory control's own (IDLE_SAMPLE_NS), instead of NEXT_NS. New data in the page
+     * cache is charged as it is written, so a writer wakes the bound within a few MiB; one
+     * rewriting pages already cached is seen at the next memory sample. */
+    bool rest;
     uint64_t next_ns; /* the next sample, from now */
 };
+
+/* How long the background must have had little unwritten data before the bound rests.
+ * Setting a watch takes the kernel two RCU grace periods (10-20 ms measured here), in which
+ * specx idle samples nothing: a writer held and let go at every few samples would write that
+ * long unseen at each. */
+#define IDLE_DIRTY_CALM_NS 1000000000ull
+
+/* How far the background's memory use may move while the bound rests: an eighth of BOUND,
+ * so that a writer's first sample finds at most 3/8 of it unwritten, below half. */
+static inline uint64_t idle_dirty_watch_window(uint64_t bound)
+{
+    return bound / 8;
+}
 
 /* One sample: DIRTY bytes unwritten (dirty or under write-back) against BOUND (0: none), the
  * background HELD since an earlier sample or not, and whether write-back of its files can be

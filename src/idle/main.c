@@ -256,12 +256,14 @@ static int poll_timeout_ms(const struct idle *s)
 static int supervise(struct idle *s, struct rusage *usage)
 {
     for (;;) {
-        struct pollfd fds[3] = {
+        /* poll skips a negative descriptor: no read set, the dirty bound not resting. */
+        struct pollfd fds[4] = {
             { .fd = s->pidfd, .events = POLLIN },
             { .fd = s->sigfd, .events = POLLIN },
             { .fd = s->isolation.watch_fd, .events = POLLIN },
+            { .fd = idle_dirty_fd(&s->dirty), .events = POLLIN },
         };
-        poll(fds, s->isolation.watch_fd >= 0 ? 3 : 2, poll_timeout_ms(s));
+        poll(fds, 4, poll_timeout_ms(s));
         if (fds[1].revents)
             take_signals(s);
         if (s->isolation.watch_fd >= 0)
@@ -274,13 +276,15 @@ static int supervise(struct idle *s, struct rusage *usage)
             specx_cgroup_kill_all(&s->groups.mem.cg);
         if (s->opt.deadline && !s->promoted_at && time(NULL) >= s->opt.deadline)
             promote(s);
-        /* Events (the read set's) wake the loop early: each sample keeps its own period. */
-        if (now >= s->memory_due_ns) {
+        /* Events (the read set's, the dirty bound's) wake the loop early: each sample keeps
+         * its own period. */
+        bool memory_sampled = now >= s->memory_due_ns;
+        if (memory_sampled) {
             idle_memory_tick(&s->memory, now);
             idle_net_receive_tick(&s->network.receive, now);
             s->memory_due_ns = now + IDLE_SAMPLE_NS;
         }
-        idle_dirty_tick(&s->dirty, now);
+        idle_dirty_tick(&s->dirty, now, memory_sampled);
     }
 }
 

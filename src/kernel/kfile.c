@@ -7,12 +7,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int open_raw(const char *path, int flags)
+int specx_kfile_open(const char *path, int flags)
 {
     return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
 }
 
-static void close_raw(int fd)
+void specx_kfile_close(int fd)
 {
     int saved = errno;
     syscall(SYS_close, fd);
@@ -25,7 +25,7 @@ long specx_kfile_read(const char *path, char *buf, size_t size)
         errno = EINVAL;
         return -1;
     }
-    int fd = open_raw(path, O_RDONLY);
+    int fd = specx_kfile_open(path, O_RDONLY);
     if (fd < 0)
         return -1;
     size_t len = 0;
@@ -34,21 +34,21 @@ long specx_kfile_read(const char *path, char *buf, size_t size)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            close_raw(fd);
+            specx_kfile_close(fd);
             return -1;
         }
         len += (size_t)n;
         if (n == 0 || len == size - 1)
             break;
     }
-    close_raw(fd);
+    specx_kfile_close(fd);
     buf[len] = '\0';
     return (long)len;
 }
 
 int specx_kfile_write(const char *path, const char *text)
 {
-    int fd = open_raw(path, O_WRONLY);
+    int fd = specx_kfile_open(path, O_WRONLY);
     if (fd < 0)
         return -1;
     size_t len = strlen(text);
@@ -56,7 +56,7 @@ int specx_kfile_write(const char *path, const char *text)
     do
         n = syscall(SYS_write, fd, text, len);
     while (n < 0 && errno == EINTR);
-    close_raw(fd);
+    specx_kfile_close(fd);
     if (n < 0)
         return -1;
     if ((size_t)n != len) {

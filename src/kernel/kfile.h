@@ -11,6 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* open(2) and close(2) of the kernel layer (raw, close-on-exec; close keeps errno), for a file
+ * that must stay open, e.g. one a cgroup event names. */
+int specx_kfile_open(const char *path, int flags);
+void specx_kfile_close(int fd);
+
 /* Reads file PATH into BUF (NUL-terminated, at most SIZE - 1 bytes). Returns the length, or -1
  * with errno set. Pseudo-files are generated at open: one read of a large enough buffer sees
  * one consistent snapshot. */

@@ -3,8 +3,13 @@
 #include "kfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Limits at or above this mean "none" (v1 reports one just below 2^63, v2 "max"). */
 #define NO_LIMIT (1ull << 62)
@@ -159,6 +164,38 @@ bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes)
     specx_kfile_key_u64(text, v1 ? "total_writeback" : "file_writeback", &writeback);
     *bytes = dirty + writeback;
     return ok;
+}
+
+/* One threshold of EVENTFD on the usage file open as USAGE_FD. */
+static int add_usage_threshold(const struct specx_cgroup *cg, int eventfd, int usage_fd,
+                               uint64_t bytes)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%d %d %llu", eventfd, usage_fd, (unsigned long long)bytes);
+    return specx_cgroup_write(cg, "cgroup.event_control", text);
+}
+
+int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint64_t above)
+{
+    if (!is_v1(cg)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/memory.usage_in_bytes", cg->dir);
+    int usage_fd = specx_kfile_open(path, O_RDONLY);
+    if (usage_fd < 0)
+        return -1;
+    /* Raw: this layer does not go through the preload runtime's wrappers (kfile.h). */
+    int eventfd = (int)syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+    bool ok = eventfd >= 0 && add_usage_threshold(cg, eventfd, usage_fd, above) == 0 &&
+             (below == 0 || add_usage_threshold(cg, eventfd, usage_fd, below) == 0);
+    specx_kfile_close(usage_fd); /* the thresholds hold the group, not the file */
+    if (!ok && eventfd >= 0) {
+        specx_kfile_close(eventfd);
+        eventfd = -1;
+    }
+    return eventfd;
 }
 
 bool specx_memcg_machine_reclaim(uint64_t *scanned)

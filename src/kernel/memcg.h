@@ -55,6 +55,13 @@ bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults);
  * descendants (v1 dirty + writeback, v2 file_dirty + file_writeback). False if unreadable. */
 bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes);
 
+/* An eventfd (non-blocking, close-on-exec) that becomes readable when CG's memory use leaves
+ * [BELOW, ABOVE] (BELOW 0: no lower edge): v1's usage thresholds (cgroup.event_control on
+ * memory.usage_in_bytes), which the kernel checks as pages are charged and uncharged, every
+ * 512 KiB or so. Closing it removes the thresholds. v2 has no such notification: -1 with
+ * ENOTSUP, and the caller samples. */
+int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint64_t above);
+
 /* Pages the machine's own reclaim has scanned since boot (/proc/vmstat pgscan_kswapd,
  * pgscan_direct, pgscan_khugepaged). The kernel counts a memory cgroup's reclaim at its limit
  * only in that group's memory.stat, never here: this grows only when the machine itself runs

@@ -7,7 +7,7 @@
 static void no_bound_does_nothing(void)
 {
     struct idle_dirty_step s = idle_dirty_decide(false, 1024 * MiB, 0, true);
-    CHECK(!s.hold && !s.flush && s.next_ns == IDLE_DIRTY_REPORT_NS);
+    CHECK(!s.hold && !s.flush && !s.rest && s.next_ns == IDLE_DIRTY_REPORT_NS);
 }
 
 static void held_above_the_bound_until_half_of_it(void)
@@ -27,6 +27,17 @@ static void write_back_starts_early_and_sampling_quickens(void)
     CHECK(more.flush && !more.hold && more.next_ns == IDLE_DIRTY_FAST_NS);
 }
 
+static void little_data_rests_until_memory_use_moves(void)
+{
+    CHECK(idle_dirty_decide(false, 0, 32 * MiB, true).rest);
+    CHECK(idle_dirty_decide(false, 8 * MiB, 32 * MiB, true).rest);
+    CHECK(!idle_dirty_decide(false, 9 * MiB, 32 * MiB, true).rest);
+    /* Held, it is sampled until write-back lets it go. */
+    CHECK(!idle_dirty_decide(true, 20 * MiB, 32 * MiB, true).rest);
+    /* Resting at most a quarter of the bound, a writer's first sample finds under half. */
+    CHECK(8 * MiB + idle_dirty_watch_window(32 * MiB) < 16 * MiB);
+}
+
 static void data_only_the_flushers_can_write_holds_nothing(void)
 {
     /* The last pass found no file open for writing: what is left is in closed files. */
@@ -39,6 +50,7 @@ int main(void)
     no_bound_does_nothing();
     held_above_the_bound_until_half_of_it();
     write_back_starts_early_and_sampling_quickens();
+    little_data_rests_until_memory_use_moves();
     data_only_the_flushers_can_write_holds_nothing();
     return check_status();
 }
