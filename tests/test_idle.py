@@ -543,13 +543,18 @@ def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, 
 def test_the_idle_benchmark_writes_its_results_and_leaves_nothing(specx, clean, tmp_path):
     """The harness, not the figures: one short CPU run per mode."""
     out = tmp_path / "out"
-    proc = run_specx("bench", "idle", "--scale", "test", "--runs", "1", "--experiments", "cpu",
-                     "--data-dir", tmp_path / "data", "--out", out, timeout=300)
+    proc = run_specx("bench", "idle", "--scale", "test", "--runs", "1", "--experiments",
+                     "cpu,cpu-floor", "--data-dir", tmp_path / "data", "--out", out, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((out / "results-idle.json").read_text())
-    modes = {row["mode"]: row for row in result["experiments"][0]["modes"]}
-    assert set(modes) == {"solo", "plain", "nice", "nice+ionice", "specx-idle"}
-    assert modes["solo"]["fg_share"] == 1.0 and modes["specx-idle"]["bg_progress"] is not None
+    cpu, floor = ({row["mode"]: row for row in e["modes"]} for e in result["experiments"])
+    assert set(cpu) == {"solo", "plain", "nice", "nice+ionice", "specx-idle"}
+    assert cpu["solo"]["fg_share"] == 1.0 and cpu["specx-idle"]["bg_progress"] is not None
+    if os.cpu_count() > 1:
+        # Slices of one run, each BG between two with none: 10 cycles at the test scale.
+        assert set(floor) == {"solo", "pinned-apart", "specx-idle"}
+        assert floor["pinned-apart"]["runs"] == floor["specx-idle"]["runs"] == 10
+        assert all(floor[m]["fg_share"] > 0 for m in floor)
     assert (out / "results-idle.md").read_text().startswith("# specx bench idle")
     assert (out / "results-idle.png").stat().st_size > 0
 
