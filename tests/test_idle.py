@@ -691,6 +691,21 @@ def test_the_commands_downloads_yield_to_the_foregrounds(specx, clean, netns, tm
 
 
 @pytest.mark.root
+def test_a_link_faster_one_way_gets_a_rate_each_way(specx, clean, netns):
+    """--net-rate-down: the receive side judges the link full against the rate in, while the
+    queue shapes at the rate out."""
+    ns, dev = netns
+    proc = in_netns(ns, SPECX, "idle", "--net-rate", "20mbit", "--net-rate-down", "100mbit",
+                    "--json", "-", "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    net = json.loads(proc.stdout)["network"]
+    assert [q["rate_bps"] for q in net["queues"]] == [20_000_000]
+    assert net["receive"]["capacity_bps"] == 100_000_000
+    proc = in_netns(ns, SPECX, "idle", "--net-rate", "20mbit", "--json", "-", "--", "true")
+    assert json.loads(proc.stdout)["network"]["receive"]["capacity_bps"] == 20_000_000
+
+
+@pytest.mark.root
 def test_network_is_left_alone_where_it_cannot_be_queued(specx, clean, netns):
     ns, dev = netns
     assert in_netns(ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "10mbit",

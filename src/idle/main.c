@@ -183,8 +183,8 @@ static void start_network(struct idle *s)
     n->classified = n->prog_fd >= 0;
     if (n->classified)
         idle_net_queue_start(&n->queue, s->opt.net_dev, s->opt.net_rate_bps);
-    idle_net_receive_start(&n->receive, &s->groups.mem.cg, &n->queue, &s->hold,
-                           specx_now_ns());
+    idle_net_receive_start(&n->receive, &s->groups.mem.cg, &n->queue, s->opt.net_rate_down_bps,
+                           &s->hold, specx_now_ns());
 }
 
 static void stop_network(struct idle *s)

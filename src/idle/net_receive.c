@@ -125,25 +125,26 @@ static uint64_t visit_group(const struct idle_net_receive *r, uint32_t clamp,
     return v.received;
 }
 
-static uint64_t capacity_of(const struct idle_net_queue *q)
+static uint64_t capacity_of(const struct idle_net_queue *q, uint64_t down_bps)
 {
     uint64_t capacity = 0;
     for (size_t i = 0; i < q->n; i++)
-        capacity += q->devs[i].rate_bps;
+        capacity += down_bps ? down_bps : q->devs[i].rate_bps;
     return capacity;
 }
 
 void idle_net_receive_start(struct idle_net_receive *r, const struct specx_cgroup *group,
-                            const struct idle_net_queue *queue, struct idle_hold *hold,
-                            uint64_t now_ns)
+                            const struct idle_net_queue *queue, uint64_t down_bps,
+                            struct idle_hold *hold, uint64_t now_ns)
 {
     *r = (struct idle_net_receive){ .group = group, .queue = queue, .hold = hold,
                                     .last_ns = now_ns };
     r->enabled = queue->n > 0 && queue->devs[0].rate_bps > 0;
     if (r->enabled) {
+        r->capacity_bps = capacity_of(queue, down_bps);
         r->last_link_bytes = link_received(queue);
         r->most_window = unclamped_window();
-        r->last_bg_bytes = visit_group(r, 0, capacity_of(queue));
+        r->last_bg_bytes = visit_group(r, 0, r->capacity_bps);
         r->bg_counted = true;
     }
 }
@@ -177,7 +178,7 @@ void idle_net_receive_tick(struct idle_net_receive *r, uint64_t now_ns)
     if (!r->enabled)
         return;
     uint64_t link = link_received(r->queue);
-    uint64_t capacity = capacity_of(r->queue);
+    uint64_t capacity = r->capacity_bps;
     uint64_t dt = now_ns - r->last_ns;
     uint64_t d_link = link > r->last_link_bytes ? link - r->last_link_bytes : 0;
     r->last_ns = now_ns;

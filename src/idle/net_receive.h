@@ -19,6 +19,7 @@ struct idle_net_receive {
     bool enabled;
     const struct specx_cgroup *group;   /* the background's processes */
     const struct idle_net_queue *queue; /* its interfaces and their rate */
+    uint64_t capacity_bps;              /* what they can receive, all together */
     struct idle_hold *hold;
     uint64_t last_ns, last_link_bytes, last_bg_bytes;
     bool bg_counted;                    /* last_bg_bytes is from the last sample */
@@ -29,10 +30,11 @@ struct idle_net_receive {
     uint64_t clamped_ns, held_ns;
 };
 
-/* Starts watching if QUEUE has interfaces at a rate; else stays off. */
+/* Starts watching if QUEUE has interfaces at a rate; else stays off. Each receives at
+ * DOWN_BPS, or at its queue's rate if that is 0 (a link as fast both ways). */
 void idle_net_receive_start(struct idle_net_receive *r, const struct specx_cgroup *group,
-                            const struct idle_net_queue *queue, struct idle_hold *hold,
-                            uint64_t now_ns);
+                            const struct idle_net_queue *queue, uint64_t down_bps,
+                            struct idle_hold *hold, uint64_t now_ns);
 
 /* One sample (every IDLE_SAMPLE_NS) and the clamp that follows. */
 void idle_net_receive_tick(struct idle_net_receive *r, uint64_t now_ns);

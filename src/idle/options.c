@@ -33,6 +33,9 @@ void idle_options_usage(FILE *out)
         "      --net-rate RATE     queue CMD's traffic behind the foreground's at RATE, a\n"
         "                          little below the bottleneck's (e.g. 95mbit; without it\n"
         "                          its sockets are only marked)\n"
+        "      --net-rate-down RATE\n"
+        "                          the link's rate the other way, where it differs: what\n"
+        "                          says the foreground's downloads fill it\n"
         "      --net-dev DEV       that link (default: the interfaces of the default routes)\n"
         "      --no-net            leave CMD's network traffic alone\n"
         "      --dirty-max SIZE    hold CMD while it has more than SIZE of data not yet\n"
@@ -154,6 +157,7 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         { "within", required_argument, NULL, 'w' },
         { "no-net", no_argument, NULL, 'N' },
         { "net-rate", required_argument, NULL, 'B' },
+        { "net-rate-down", required_argument, NULL, 'b' },
         { "net-dev", required_argument, NULL, 'D' },
         { "dirty-max", required_argument, NULL, 'M' },
         { "report", no_argument, NULL, 'r' },
@@ -179,6 +183,11 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
             if (!specx_parse_rate(optarg, &o->net_rate_bps))
                 rc = specx_format_error(err, errsize, "invalid --net-rate '%s' (e.g. 100mbit, "
                                         "1gbit)", optarg);
+            break;
+        case 'b':
+            if (!specx_parse_rate(optarg, &o->net_rate_down_bps))
+                rc = specx_format_error(err, errsize, "invalid --net-rate-down '%s' (e.g. "
+                                        "500mbit, 1gbit)", optarg);
             break;
         case 'D': o->net_dev = optarg; break;
         case 'M':
@@ -213,6 +222,9 @@ int idle_options_parse(int argc, char **argv, time_t now, struct idle_options *o
         return specx_format_error(err, errsize, "no command; see 'specx idle --help'");
     if (o->commit != COMMIT_AUTO && o->nisolate == 0)
         return specx_format_error(err, errsize, "--commit needs --isolate");
+    /* The receive side works on the interfaces the queue found (net_receive.h). */
+    if (o->net_rate_down_bps && !o->net_rate_bps)
+        return specx_format_error(err, errsize, "--net-rate-down needs --net-rate");
     o->argv = argv + optind;
     return 0;
 }

@@ -21,6 +21,7 @@ struct idle_options {
     bool net;               /* false with --no-net: no network class of ours */
     const char *net_dev;    /* --net-dev: NULL for the interfaces of the default routes */
     uint64_t net_rate_bps;  /* --net-rate: 0 for no queue of ours */
+    uint64_t net_rate_down_bps; /* --net-rate-down: the link's rate in; 0: --net-rate's */
     uint64_t dirty_max_bytes; /* --dirty-max: 0 for no bound */
     bool report;
     const char *json;       /* NULL, "-" for stdout, or a path */

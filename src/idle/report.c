@@ -151,9 +151,9 @@ static void json_network(FILE *f, const struct idle_network *n)
     fputs("], \"left_alone\": ", f);
     specx_json_string(f, n->queue.why[0] ? n->queue.why : NULL);
     const struct idle_net_receive *r = &n->receive;
-    fprintf(f, ", \"receive\": {\"clamps\": %u, \"clamped_s\": %.6f, \"holds\": %u, "
-               "\"held_s\": %.6f}},\n", r->clamps, (double)r->clamped_ns / 1e9, r->holds,
-            (double)r->held_ns / 1e9);
+    fprintf(f, ", \"receive\": {\"capacity_bps\": %llu, \"clamps\": %u, \"clamped_s\": %.6f, "
+               "\"holds\": %u, \"held_s\": %.6f}},\n", (unsigned long long)r->capacity_bps,
+            r->clamps, (double)r->clamped_ns / 1e9, r->holds, (double)r->held_ns / 1e9);
 }
 
 static void json_isolation(FILE *f, const struct idle_isolation *iso)

@@ -64,6 +64,12 @@ static void command_lines(void)
           o.dirty_max_bytes == 64ull << 20);
     CHECK(parse(&o, err, (const char *[]){ "--dirty-max", "0", "x", NULL }) == 0 &&
           o.dirty_max_bytes == 0);
+    /* An asymmetric link: 20 Mbit/s out, 100 in; the same both ways unless told. */
+    CHECK(parse(&o, err, (const char *[]){ "--net-rate", "20mbit", "--net-rate-down", "100mbit",
+                                           "x", NULL }) == 0 &&
+          o.net_rate_bps == 20000000 && o.net_rate_down_bps == 100000000);
+    CHECK(parse(&o, err, (const char *[]){ "--net-rate", "20mbit", "x", NULL }) == 0 &&
+          o.net_rate_down_bps == 0);
 }
 
 static void refusals(void)
@@ -85,6 +91,10 @@ static void refusals(void)
     CHECK(parse(&o, err, (const char *[]){ "--recover", "x", NULL }) < 0);
     CHECK(parse(&o, err, (const char *[]){ "--net-rate", "lots", "x", NULL }) < 0 &&
           strstr(err, "--net-rate"));
+    CHECK(parse(&o, err, (const char *[]){ "--net-rate-down", "fast", "x", NULL }) < 0 &&
+          strstr(err, "--net-rate-down"));
+    CHECK(parse(&o, err, (const char *[]){ "--net-rate-down", "1gbit", "x", NULL }) < 0 &&
+          strstr(err, "needs --net-rate"));
     CHECK(parse(&o, err, (const char *[]){ "--dirty-max", "much", "x", NULL }) < 0 &&
           strstr(err, "--dirty-max"));
 }
