@@ -110,6 +110,9 @@ static void turn_ends(struct follow *f, size_t i, uint64_t now)
         g->turn_ns_total += now - g->turn_start;
         g->turns_ended++;
     }
+    /* What was asked for before this turn is the job's own now (and a list that only grew
+     * would keep its pages from ever being asked for again). */
+    g->job.unused_bytes += share_memory_unused(&g->job);
     if (f->opt->release == RELEASE_COLD)
         share_memory_release(&g->job, MADV_COLD, UINT64_MAX);
     else if (f->opt->release == RELEASE_PAGEOUT)
