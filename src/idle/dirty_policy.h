@@ -37,7 +37,7 @@ struct idle_dirty_step {
 };
 
 /* How long the background must have had little unwritten data before the bound rests.
- * Setting a watch takes the kernel two RCU grace periods (10-20 ms measured here), in which
+ * Setting a watch (two thresholds) took the kernel 15-28 ms here (RCU grace periods), in which
  * specx idle samples nothing: a writer held and let go at every few samples would write that
  * long unseen at each. */
 #define IDLE_DIRTY_CALM_NS 1000000000ull
