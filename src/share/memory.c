@@ -201,69 +201,19 @@ static void trim(struct ranges *r, uint64_t *budget)
     r->n = i;
 }
 
-/* The prefetching thread notes what it asks for while the main thread counts and forgets it
- * at the end of a turn. */
-static pthread_mutex_t asked_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int by_address(const void *a, const void *b)
-{
-    const struct share_asked *x = a, *y = b;
-    return x->addr > y->addr ? 1 : x->addr < y->addr ? -1 : 0;
-}
-
-/* What prefetches asked for in PID since the job's last turn, sorted by address. */
-static struct share_asked *asked_in(const struct share_job *j, pid_t pid, size_t *n)
-{
-    pthread_mutex_lock(&asked_lock);
-    struct share_asked *v = malloc((j->nasked ? j->nasked : 1) * sizeof *v);
-    *n = 0;
-    for (size_t i = 0; v && i < j->nasked; i++)
-        if (j->asked[i].pid == pid)
-            v[(*n)++] = j->asked[i];
-    pthread_mutex_unlock(&asked_lock);
-    qsort(v, *n, sizeof *v, by_address);
-    return v;
-}
-
-static bool within(const struct share_asked *v, size_t n, uintptr_t addr)
-{
-    size_t lo = 0, hi = n; /* the last range starting at or below ADDR is the only candidate */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 && addr < v[lo - 1].addr + v[lo - 1].len;
-}
-
-/* Leaves out of L the pages a prefetch already asked for since the job's last turn. They are
- * in the swap cache, and pagemap shows them swapped out until the job touches them (its page
- * tables keep the swap entry): asked for again, each would be "read" at once, after room was
- * made for it, which it already takes (traced: 3.0 s making room for 14.5 MiB then read in
- * 0.4 s, while the running job waited; docs/DESIGN.md §7). One the kernel has dropped from
- * the swap cache since is left to the job's fault. */
-static void drop_asked(struct swapped_list *l, const struct share_job *j, pid_t pid)
-{
-    size_t n, kept = 0;
-    struct share_asked *asked = asked_in(j, pid, &n);
-    for (size_t i = 0; i < l->n; i++)
-        if (!asked || !within(asked, n, l->pages[i].addr))
-            l->pages[kept++] = l->pages[i];
-    l->n = kept;
-    free(asked);
-}
-
-/* One process's swapped-out pages, less those already asked for. */
-static struct swapped_list still_swapped(const struct share_job *j, pid_t pid)
+/* One process's swapped-out bytes. */
+static uint64_t swapped_bytes(pid_t pid)
 {
     struct ranges all = anonymous_ranges(pid);
     struct swapped_list swapped = pages_with(pid, &all, SPECX_PAGEMAP_SWAPPED);
-    drop_asked(&swapped, j, pid);
+    free(swapped.pages);
     free(all.iov);
-    return swapped;
+    return swapped.n * PAGE_SIZE_BYTES;
 }
+
+/* The prefetching thread notes what it asks for while the main thread counts and forgets it
+ * at the end of a turn. */
+static pthread_mutex_t asked_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void note_asked(struct share_job *j, pid_t pid, const struct ranges *r)
 {
@@ -281,7 +231,8 @@ static void note_asked(struct share_job *j, pid_t pid, const struct ranges *r)
  * (taken off the budget). Returns the bytes asked for. */
 static uint64_t prefetch_process(struct share_job *j, pid_t pid, uint64_t *budget)
 {
-    struct swapped_list swapped = still_swapped(j, pid);
+    struct ranges all = anonymous_ranges(pid);
+    struct swapped_list swapped = pages_with(pid, &all, SPECX_PAGEMAP_SWAPPED);
     qsort(swapped.pages, swapped.n, sizeof *swapped.pages, by_slot);
     if (swapped.n * PAGE_SIZE_BYTES > *budget)
         swapped.n = *budget / PAGE_SIZE_BYTES;
@@ -301,6 +252,7 @@ static uint64_t prefetch_process(struct share_job *j, pid_t pid, uint64_t *budge
         close(pidfd);
     }
     free(swapped.pages);
+    free(all.iov);
     return pidfd >= 0 ? bytes : 0;
 }
 
@@ -329,11 +281,8 @@ uint64_t share_memory_swapped(const struct share_job *j)
     pid_t pids[SPECX_CGROUP_PROCS_MAX];
     long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
     uint64_t bytes = 0;
-    for (long i = 0; i < n; i++) {
-        struct swapped_list swapped = still_swapped(j, pids[i]);
-        bytes += swapped.n * PAGE_SIZE_BYTES;
-        free(swapped.pages);
-    }
+    for (long i = 0; i < n; i++)
+        bytes += swapped_bytes(pids[i]);
     return bytes;
 }
 

@@ -8,8 +8,7 @@
 #include "job.h"
 
 /* Bytes of the job's private anonymous memory that are swapped out now (its page table,
- * /proc/PID/pagemap) and that no prefetch asked for since its last turn ended: those are in
- * the swap cache already. share_memory_prefetch leaves them out too. */
+ * /proc/PID/pagemap). */
 uint64_t share_memory_swapped(const struct share_job *j);
 
 /* A prefetch reads, and makes room by writing, this much at a time, each chunk's I/O waited
