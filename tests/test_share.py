@@ -462,6 +462,7 @@ def test_follow_learns_a_rotation_it_does_not_drive(specx, tmp_path):
     assert follower.returncode == 128 + signal.SIGTERM, err
     record = json.loads(report.read_text())
     assert [g["turns"] for g in record["groups"]] == [4, 4, 4]
+    assert all(g["prefetched_unused_bytes"] <= g["prefetched_bytes"] for g in record["groups"])
     assert record["predicted_right"] >= 10 and record["predicted_wrong"] == 0, record
 
 

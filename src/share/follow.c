@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "freezer.h"
+#include "json.h"
 #include "memory.h"
 #include "prefetcher.h"
 #include "util.h"
@@ -156,14 +157,15 @@ static void report(const struct follow *f, FILE *out)
 {
     fprintf(out, "specx share --follow: %zu groups; predictions of the next turn: %u right, "
                  "%u wrong\n", f->n, f->right, f->wrong);
-    fprintf(out, "  %-3s %-50s %6s %12s %12s\n", "n", "group", "turns", "mean turn s",
-            "prefetched");
+    fprintf(out, "  %-3s %-50s %6s %12s %12s %12s\n", "n", "group", "turns", "mean turn s",
+            "prefetched", "unused");
     for (size_t i = 0; i < f->n; i++) {
         const struct followed *g = &f->g[i];
-        fprintf(out, "  %-3zu %-50.50s %6u %12.2f %8.1f MiB\n", i + 1, g->job.mem.dir,
-                g->job.turns,
+        fprintf(out, "  %-3zu %-50.50s %6u %12.2f %8.1f MiB %8.1f MiB\n", i + 1,
+                g->job.mem.dir, g->job.turns,
                 g->turns_ended ? (double)g->turn_ns_total / g->turns_ended / 1e9 : 0.0,
-                (double)g->job.prefetched_bytes / (1 << 20));
+                (double)g->job.prefetched_bytes / (1 << 20),
+                (double)g->job.unused_bytes / (1 << 20));
     }
 }
 
@@ -176,10 +178,13 @@ static int write_json(const struct follow *f, const char *file)
                  "  \"groups\": [\n", f->right, f->wrong);
     for (size_t i = 0; i < f->n; i++) {
         const struct followed *g = &f->g[i];
-        fprintf(out, "    {\"group\": \"%s\", \"turns\": %u, \"mean_turn_s\": %.6f, "
-                     "\"prefetched_bytes\": %llu}%s\n", g->job.mem.dir, g->job.turns,
+        fputs("    {\"group\": ", out);
+        specx_json_string(out, g->job.mem.dir);
+        fprintf(out, ", \"turns\": %u, \"mean_turn_s\": %.6f, \"prefetched_bytes\": %llu, "
+                     "\"prefetched_unused_bytes\": %llu}%s\n", g->job.turns,
                 g->turns_ended ? (double)g->turn_ns_total / g->turns_ended / 1e9 : 0.0,
-                (unsigned long long)g->job.prefetched_bytes, i + 1 < f->n ? "," : "");
+                (unsigned long long)g->job.prefetched_bytes,
+                (unsigned long long)g->job.unused_bytes, i + 1 < f->n ? "," : "");
     }
     fputs("  ]\n}\n", out);
     return out == stdout ? fflush(out) : fclose(out);
