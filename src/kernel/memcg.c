@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -166,13 +167,40 @@ bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes)
     return ok;
 }
 
-/* One threshold of EVENTFD on the usage file open as USAGE_FD. */
-static int add_usage_threshold(const struct specx_cgroup *cg, int eventfd, int usage_fd,
-                               uint64_t bytes)
+/* Registers EVENTFD for the events of CG's FILE, open as FILE_FD, with ARGS ("" for none):
+ * v1's cgroup.event_control. */
+static int add_event(const struct specx_cgroup *cg, int eventfd, int file_fd, const char *args)
 {
     char text[64];
-    snprintf(text, sizeof text, "%d %d %llu", eventfd, usage_fd, (unsigned long long)bytes);
+    snprintf(text, sizeof text, "%d %d%s%s", eventfd, file_fd, *args ? " " : "", args);
     return specx_cgroup_write(cg, "cgroup.event_control", text);
+}
+
+/* A new eventfd registered for the events of CG's FILE, once with each ARGS that is not NULL,
+ * or -1 with errno. */
+static int v1_event_watch(const struct specx_cgroup *cg, const char *file,
+                          const char *const args[2])
+{
+    char path[PATH_MAX + 32];
+    if (!specx_cgroup_file(cg, file, path, sizeof path)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int file_fd = specx_kfile_open(path, O_RDONLY);
+    if (file_fd < 0)
+        return -1;
+    /* Raw: this layer does not go through the preload runtime's wrappers (kfile.h). */
+    int eventfd = (int)syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+    bool ok = eventfd >= 0;
+    for (int i = 0; ok && i < 2; i++)
+        if (args[i])
+            ok = add_event(cg, eventfd, file_fd, args[i]) == 0;
+    specx_kfile_close(file_fd); /* the events hold the group, not the file */
+    if (!ok && eventfd >= 0) {
+        specx_kfile_close(eventfd);
+        eventfd = -1;
+    }
+    return eventfd;
 }
 
 int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint64_t above)
@@ -181,21 +209,42 @@ int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint6
         errno = ENOTSUP;
         return -1;
     }
+    char high[24], low[24];
+    snprintf(high, sizeof high, "%llu", (unsigned long long)above);
+    snprintf(low, sizeof low, "%llu", (unsigned long long)below);
+    const char *thresholds[2] = { high, below ? low : NULL };
+    return v1_event_watch(cg, "memory.usage_in_bytes", thresholds);
+}
+
+/* v2 has no eventfd for memory events: memory.events itself is "modified" (inotify) when one
+ * of its counts moves. */
+static int v2_events_watch(const struct specx_cgroup *cg)
+{
     char path[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/memory.usage_in_bytes", cg->dir);
-    int usage_fd = specx_kfile_open(path, O_RDONLY);
-    if (usage_fd < 0)
+    if (!specx_cgroup_file(cg, "memory.events", path, sizeof path)) {
+        errno = ENAMETOOLONG;
         return -1;
-    /* Raw: this layer does not go through the preload runtime's wrappers (kfile.h). */
-    int eventfd = (int)syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
-    bool ok = eventfd >= 0 && add_usage_threshold(cg, eventfd, usage_fd, above) == 0 &&
-             (below == 0 || add_usage_threshold(cg, eventfd, usage_fd, below) == 0);
-    specx_kfile_close(usage_fd); /* the thresholds hold the group, not the file */
-    if (!ok && eventfd >= 0) {
-        specx_kfile_close(eventfd);
-        eventfd = -1;
     }
-    return eventfd;
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd >= 0 && inotify_add_watch(fd, path, IN_MODIFY) < 0) {
+        specx_kfile_close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+int specx_memcg_oom_watch(const struct specx_cgroup *cg, bool *only_oom)
+{
+    static const char *const no_args[2] = { "", NULL };
+    *only_oom = is_v1(cg);
+    return is_v1(cg) ? v1_event_watch(cg, "memory.oom_control", no_args) : v2_events_watch(cg);
+}
+
+void specx_memcg_watch_drain(int fd)
+{
+    char buf[4096]; /* an eventfd's count or a batch of inotify events */
+    while (syscall(SYS_read, fd, buf, sizeof buf) > 0)
+        ;
 }
 
 bool specx_memcg_machine_reclaim(uint64_t *scanned)

@@ -62,6 +62,18 @@ bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes);
  * ENOTSUP, and the caller samples. */
 int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint64_t above);
 
+/* A descriptor (non-blocking, close-on-exec) that becomes readable when the OOM killer acts
+ * on CG. v1: an eventfd on memory.oom_control, which the kernel signals when CG or a group
+ * above it runs out of memory, just before the killer chooses (*ONLY_OOM true). v2: an inotify
+ * watch of memory.events, modified after each kill in CG but also at its other events (limit
+ * hits; the kernel sends at most one every 10 ms), so the caller compares
+ * specx_memcg_oom_kills (*ONLY_OOM false). -1 with errno. */
+int specx_memcg_oom_watch(const struct specx_cgroup *cg, bool *only_oom);
+
+/* Reads a fired watch (specx_memcg_usage_watch, specx_memcg_oom_watch) empty, so that polling
+ * it waits for the next event. */
+void specx_memcg_watch_drain(int fd);
+
 /* Pages the machine's own reclaim has scanned since boot (/proc/vmstat pgscan_kswapd,
  * pgscan_direct, pgscan_khugepaged). The kernel counts a memory cgroup's reclaim at its limit
  * only in that group's memory.stat, never here: this grows only when the machine itself runs

@@ -1,10 +1,14 @@
 /* The kernel layer's pure parsers (src/kernel): which cgroup a process is in, where each
- * hierarchy is mounted, "key value" files and pressure files, on texts as the kernel writes them. */
+ * hierarchy is mounted, "key value" files, pressure files and whether a process is dying, on
+ * texts as the kernel writes them. */
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cgroup.h"
 #include "check.h"
 #include "kfile.h"
+#include "oom_victim.h"
 #include "psi.h"
 
 static void test_cgroup_v1_line_wins(void)
@@ -88,6 +92,30 @@ static void test_proc_stat_cpu(void)
     CHECK(!specx_proc_stat_cpu_ticks("no parenthesis", &ticks));
 }
 
+/* A /proc/PID/stat line whose flags (field 9) and pending signals (field 31) are given. */
+static void stat_line(char *buf, size_t size, unsigned flags, unsigned long long pending)
+{
+    snprintf(buf, size,
+             "4242 (a) b) R 1 4242 4242 0 -1 %u 100 0 0 0 3 1 0 0 39 19 1 0 123 4096 100 "
+             "18446744073709551615 1 1 0 0 0 %llu 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+             flags, pending);
+}
+
+static void test_proc_stat_dying(void)
+{
+    char line[512];
+    stat_line(line, sizeof line, 0x00400000u, 0);
+    CHECK(!specx_oom_victim_stat_dying(line));
+    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGKILL - 1));
+    CHECK(specx_oom_victim_stat_dying(line)); /* killed, not yet exiting */
+    stat_line(line, sizeof line, 0x00400004u, 0);
+    CHECK(specx_oom_victim_stat_dying(line)); /* exiting: the SIGKILL is taken */
+    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGTERM - 1));
+    CHECK(!specx_oom_victim_stat_dying(line));
+    CHECK(!specx_oom_victim_stat_dying("4242 (sh) S 1 2 3 4 5 6"));
+    CHECK(!specx_oom_victim_stat_dying("no parenthesis"));
+}
+
 int main(void)
 {
     test_cgroup_v1_line_wins();
@@ -97,5 +125,6 @@ int main(void)
     test_key_value();
     test_psi();
     test_proc_stat_cpu();
+    test_proc_stat_dying();
     return check_status();
 }

@@ -1,0 +1,28 @@
+/* Processes the OOM killer has chosen, freed at once (docs/DESIGN.md §6.3).
+ *
+ * A killed process frees its memory in its own exit, at its own CPU priority. A speculative
+ * copy runs at SCHED_IDLE (fraser-chang-2003 §4.1.3): beside busy CPUs its exit takes seconds,
+ * and the kernel's OOM reaper steps in only after two. If by then the copy's exit has taken its
+ * pages out of its page tables but not yet freed them (they wait in its unmap batch), the reaper
+ * finds nothing left to reap, calls the copy done, and the OOM killer takes the next process in
+ * the group: the program. Reaping a victim at once (process_mrelease) from a process that is
+ * not starved, and lifting it out of SCHED_IDLE so that what it holds while dying is let go,
+ * closes that window. */
+#ifndef SPECX_KERNEL_OOM_VICTIM_H
+#define SPECX_KERNEL_OOM_VICTIM_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Whether TEXT, a /proc/PID/stat, is that of a dying process: SIGKILL pending (field 31, the
+ * signals pending for the thread; a fatal signal is queued on every thread) or already exiting
+ * (PF_EXITING in field 9). Counted from the command's closing parenthesis: the command may hold
+ * spaces and parentheses. */
+bool specx_oom_victim_stat_dying(const char *text);
+
+/* If PID is dying: moves it from SCHED_IDLE to SCHED_OTHER and frees its memory now
+ * (process_mrelease; where the kernel has none, the first step alone lets its exit run).
+ * True if PID was dying. */
+bool specx_oom_victim_release(pid_t pid);
+
+#endif
