@@ -25,6 +25,7 @@
 #include "paths.h"
 #include "run.h"
 #include "run_env.h"
+#include "run_oom_guard.h"
 #include "run_report.h"
 #include "run_stats.h"
 #include "supervisor.h"
@@ -264,6 +265,8 @@ static int exec_failure(const char *cmd, int err)
 static int become_command(char **argv, const struct options *o, const char *lib)
 {
     prepare_environment(o, lib, NULL);
+    if (o->speculation)
+        run_oom_guard_start(getpid());
     execvp(argv[0], argv);
     return exec_failure(argv[0], errno);
 }
@@ -323,6 +326,8 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     }
     command_pid = pid;
     close(pipefd[1]);
+    if (o->speculation)
+        run_oom_guard_start(pid);
     int err = 0;
     ssize_t n;
     while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)

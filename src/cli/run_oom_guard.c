@@ -1,0 +1,107 @@
+/* See run_oom_guard.h. */
+#include "run_oom_guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memcg.h"
+#include "oom_victim.h"
+
+/* After an OOM event the group is searched for the victim every STEP for WINDOW: on v1 the
+ * event comes just before the killer chooses, and a victim is the more urgent to free the
+ * sooner it is found (starved, it needs about half a second to begin its exit, measured). */
+#define STEP_NS (2 * 1000000L)
+#define WINDOW_STEPS 50
+
+static void release_victims(const struct specx_cgroup *cg)
+{
+    static pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = specx_cgroup_procs(cg, pids, SPECX_CGROUP_PROCS_MAX);
+    pid_t self = getpid();
+    for (long i = 0; i < n; i++)
+        if (pids[i] != self)
+            specx_oom_victim_release(pids[i]);
+}
+
+static void release_victims_for_a_while(const struct specx_cgroup *cg)
+{
+    for (int step = 0; step < WINDOW_STEPS; step++) {
+        release_victims(cg);
+        nanosleep(&(struct timespec){ 0, STEP_NS }, NULL);
+    }
+}
+
+/* The guard leaves the program's session (terminal signals are the program's), its files (a
+ * pipe's reader waits for every writer) and its working directory (a mount it pins could not
+ * be unmounted), and takes back the signals specx run handles. */
+static void detach(int keep_fd)
+{
+    setsid();
+    if (chdir("/") < 0)
+        errno = 0; /* it stays where it is: nothing depends on it */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && null >= 0; fd++)
+        dup2(null, fd);
+    close_range(3, (unsigned)keep_fd - 1, 0);
+    close_range((unsigned)keep_fd + 1, ~0u, 0);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    prctl(PR_SET_NAME, "specx-oomguard");
+}
+
+static _Noreturn void guard(const struct specx_cgroup *cg, int program_fd)
+{
+    detach(program_fd);
+    bool only_oom;
+    int watch = specx_memcg_oom_watch(cg, &only_oom);
+    uint64_t kills = 0;
+    specx_memcg_oom_kills(cg, &kills);
+    struct pollfd fds[2] = { { .fd = program_fd, .events = POLLIN },
+                             { .fd = watch, .events = POLLIN } };
+    while (watch >= 0) {
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[0].revents)
+            break; /* the program has ended */
+        if (!fds[1].revents)
+            continue;
+        specx_memcg_watch_drain(watch);
+        uint64_t now = kills;
+        specx_memcg_oom_kills(cg, &now);
+        if (only_oom || now != kills)
+            release_victims_for_a_while(cg);
+        specx_memcg_oom_kills(cg, &kills);
+    }
+    _exit(0);
+}
+
+void run_oom_guard_start(pid_t program)
+{
+    struct specx_cgroup cg;
+    /* As PID 1 of a namespace the program would inherit the orphaned guard as a child. */
+    if (getpid() == 1 || specx_memcg_of(program, &cg) < 0 || specx_memcg_limit(&cg) == 0)
+        return;
+    int program_fd = (int)syscall(SYS_pidfd_open, program, 0);
+    if (program_fd < 0)
+        return;
+    pid_t parent = fork();
+    if (parent == 0) {
+        if (fork() == 0)
+            guard(&cg, program_fd);
+        _exit(0);
+    }
+    close(program_fd);
+    while (parent > 0 && waitpid(parent, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
