@@ -302,3 +302,20 @@ def test_the_oom_guard_is_beside_a_bounded_program_only_and_ends_with_it(specx, 
         during = guards(unbounded)
         assert run.wait(timeout=60) == 0
     assert during == []
+
+
+def test_a_copy_that_crashes_frees_its_memory_before_it_exits(specx, tmp_path):
+    """A copy that crashes on the data it could not read (here it finds zeros, takes 56 MiB and
+    dereferences NULL) ends through the runtime, its large regions freed while the OOM killer
+    can still choose it, not by the signal's default action, which frees them only in its exit
+    (docs/DESIGN.md §6.3). The verbose log shows how it ended: status 128 + SIGSEGV."""
+    (tmp_path / "back").mkdir()
+    (tmp_path / "back" / "data").write_bytes(b"\xff" * 4096)
+    script = tmp_path / "crash.ops"
+    with slowfs_mount(tmp_path / "back", tmp_path / "mnt", "--latency-ms", "1000") as mnt:
+        script.write_text(f"crashifzero {mnt / 'data'} 56\nexit 0\n")
+        cold_data_only(script)
+        with copies_get_cpu(script):   # the copy must reach its crash on a busy machine too
+            run = run_specx("run", "--verbose", "--", OPVM, script)
+    assert (run.returncode, run.stdout) == (0, "1 crashifzero: data\n"), run.stderr
+    assert f"ended: exit status {128 + signal.SIGSEGV}" in run.stderr, run.stderr

@@ -453,29 +453,61 @@ static void op_stdin(char **a)
     result("stdin", "'%.*s'", (int)(n > 0 ? n : 0), buf);
 }
 
-/* Reads the first byte of PATH. A process that finds it zero fills MIB MiB and then sleeps for
- * ever: the speculative copy, whose read of data not in memory leaves the buffer as it was (a
- * file of non-zero bytes makes the program itself go straight on). tests/test_oom.py uses it
- * to give the copy memory the program does not have. */
-static void op_hogifzero(char **a)
+/* The first byte of PATH (the speculative copy, whose read of data not in memory leaves the
+ * buffer as it was, finds 0 where the program finds the file's first byte), or -1 after
+ * printing OP's error. */
+static int first_byte(const char *op, const char *path)
 {
     unsigned char first = 0;
-    int fd = open(a[1], O_RDONLY);
+    int fd = open(path, O_RDONLY);
     ssize_t n = fd < 0 ? -1 : pread(fd, &first, 1, 0);
     if (fd >= 0)
         close(fd);
-    if (n < 0)
-        return status("hogifzero", -1);
-    if (first) {
-        result("hogifzero", "data");
-        return;
+    if (n < 0) {
+        status(op, -1);
+        return -1;
     }
-    size_t len = (size_t)atol(a[2]) << 20;
-    unsigned char *p = malloc(len);
-    for (size_t i = 0; p && i < len; i += 4096)
-        p[i] = 1;
+    return first;
+}
+
+/* Kept here (volatile): memory nothing reads is memory the compiler need not allocate. */
+static unsigned char *volatile hogged;
+
+static void hog(const char *mib)
+{
+    size_t len = (size_t)atol(mib) << 20;
+    hogged = malloc(len);
+    for (size_t i = 0; hogged && i < len; i += 4096)
+        hogged[i] = 1;
+}
+
+static void op_crash(char **a) __attribute__((noinline));
+
+/* A process that finds PATH's first byte zero fills MIB MiB and then sleeps for ever; one that
+ * finds data (a file of non-zero bytes) goes straight on. tests/test_oom.py uses it to give the
+ * copy memory the program does not have. */
+static void op_hogifzero(char **a)
+{
+    int first = first_byte("hogifzero", a[1]);
+    if (first > 0)
+        result("hogifzero", "data");
+    if (first != 0)
+        return;
+    hog(a[2]);
     for (;;)
         nanosleep(&(struct timespec){ 1, 0 }, NULL);
+}
+
+/* The same, but the process that finds zero crashes (SIGSEGV) once it holds its memory. */
+static void op_crashifzero(char **a)
+{
+    int first = first_byte("crashifzero", a[1]);
+    if (first > 0)
+        result("crashifzero", "data");
+    if (first != 0)
+        return;
+    hog(a[2]);
+    op_crash(a);
 }
 
 /* Sleeps MS milliseconds in all, through any signal (a speculative copy's own timers). */
@@ -506,7 +538,9 @@ static void op_spin(char **a)
 static void op_exit(char **a) { exit(atoi(a[1])); }
 static void op_crash(char **a)
 {
-    int *volatile nowhere = NULL; /* volatile: the compiler cannot see it is NULL */
+    /* Both volatile: the compiler may neither see that the pointer is NULL nor drop a store
+     * nothing reads (it did, and "crash" went on as if nothing happened). */
+    volatile int *volatile nowhere = NULL;
     *nowhere = 0;
 }
 static void op_abort(char **a) { abort(); }
@@ -532,6 +566,7 @@ static const struct {
     {"sleep", 1, op_sleep},       {"exit", 1, op_exit},         {"crash", 0, op_crash},
     {"abort", 0, op_abort},       {"fill", 1, op_fill},         {"shmcounter", 0, op_shmcounter},
     {"bump", 0, op_bump},         {"spin", 1, op_spin},         {"hogifzero", 2, op_hogifzero},
+    {"crashifzero", 2, op_crashifzero},
 };
 
 /* Splits LINE into the operation and its arguments; returns the argument count or -1. */

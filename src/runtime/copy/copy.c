@@ -13,6 +13,7 @@
 #include "copy/copy_idle.h"
 #include "copy/copy_read.h"
 #include "copy/copy_ref.h"
+#include "copy/copy_timer.h"
 #include "copy/fault_speculation.h"
 #include "copy/lazy_memory.h"
 #include "copy/memory_watch.h"
@@ -238,6 +239,7 @@ static void become_speculative(pid_t program)
     setpgid(0, 0);
     specx_copy_idle_arm();
     specx_memory_watch_arm();
+    specx_copy_crash_arm();
     const struct specx_region keep[] = {
         { specx.ctl, sizeof *specx.ctl },
         { specx.slot, SPECX_STATS_PAGE },

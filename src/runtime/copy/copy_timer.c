@@ -2,6 +2,7 @@
 #include "copy/copy_timer.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #include "copy/lazy_memory.h"
@@ -26,8 +27,31 @@ void specx_copy_every(clockid_t clock, int signo, void (*handler)(int), uint64_t
     timer_settime(timer, 0, &every, NULL);
 }
 
-void specx_copy_end_itself(void)
+static _Noreturn void end_with(int status)
 {
     specx_lazy_release_regions();
-    _exit(0);
+    _exit(status);
+}
+
+void specx_copy_end_itself(void)
+{
+    end_with(0);
+}
+
+void specx_copy_end_by_signal(int signo)
+{
+    end_with(128 + signo);
+}
+
+void specx_copy_crash_arm(void)
+{
+    static const int crashes[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP };
+    struct sigaction ends = { .sa_handler = specx_copy_end_by_signal };
+    sigemptyset(&ends.sa_mask);
+    for (size_t i = 0; i < sizeof crashes / sizeof crashes[0]; i++) {
+        struct sigaction old;
+        if (sigaction(crashes[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+            !(old.sa_flags & SA_SIGINFO))
+            sigaction(crashes[i], &ends, NULL);
+    }
 }

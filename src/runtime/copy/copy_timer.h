@@ -16,4 +16,15 @@ void specx_copy_every(clockid_t clock, int signo, void (*handler)(int), uint64_t
  * (lazy_memory.h says why), then exits. Async-signal-safe. */
 _Noreturn void specx_copy_end_itself(void);
 
+/* The same for a copy that a signal (SIGNO) would kill: a copy crashing on the data it could
+ * not read would otherwise free its memory only in its exit, out of the OOM killer's sight
+ * (docs/DESIGN.md §6.3). It exits with status 128 + SIGNO. Async-signal-safe. */
+_Noreturn void specx_copy_end_by_signal(int signo);
+
+/* In a new copy, before it is sealed: the signals that end a process by default (a crash:
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP), where the program leaves them so, end
+ * the copy through specx_copy_end_by_signal instead. A handler the program installs in its
+ * copy later replaces this one, as it would the default. */
+void specx_copy_crash_arm(void);
+
 #endif

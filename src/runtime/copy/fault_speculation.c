@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "copy/copy_idle.h"
 #include "copy/copy_read.h"
+#include "copy/copy_timer.h"
 #include "core/runtime.h"
 #include "kernel_limits.h"
 #include "maps.h"
@@ -346,7 +347,7 @@ static void open_chunk(const struct chunk *c)
 }
 
 /* A fault in a closed chunk opens it; any other fault is the copy's own (it ran on zeros, or
- * the program has a bug): the default action then ends the copy when the access is retried. */
+ * the program has a bug), and ends it (its large regions freed first, copy_timer.h). */
 static void on_fault(int sig, siginfo_t *si, void *context)
 {
     (void)context;
@@ -357,7 +358,7 @@ static void on_fault(int sig, siginfo_t *si, void *context)
         specx_copy_active();
         open_chunk(&c);
     } else {
-        signal(sig, SIG_DFL);
+        specx_copy_end_by_signal(sig);
     }
     errno = saved;
 }
