@@ -266,7 +266,7 @@ static int become_command(char **argv, const struct options *o, const char *lib)
 {
     prepare_environment(o, lib, NULL);
     if (o->speculation)
-        run_oom_guard_start(getpid());
+        run_oom_guard_start(getpid(), o->verbose);
     execvp(argv[0], argv);
     return exec_failure(argv[0], errno);
 }
@@ -327,7 +327,7 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     command_pid = pid;
     close(pipefd[1]);
     if (o->speculation)
-        run_oom_guard_start(pid);
+        run_oom_guard_start(pid, o->verbose);
     int err = 0;
     ssize_t n;
     while ((n = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)

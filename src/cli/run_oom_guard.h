@@ -7,11 +7,13 @@
 #ifndef SPECX_CLI_RUN_OOM_GUARD_H
 #define SPECX_CLI_RUN_OOM_GUARD_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Starts the guard for PROGRAM (a process in specx run's memory cgroup, possibly specx run
  * itself, about to exec the program) if that group has a limit. Does nothing otherwise, or if
- * it cannot: the guard only makes the kernel's own reaping faster. */
-void run_oom_guard_start(pid_t program);
+ * it cannot: the guard only makes the kernel's own reaping faster. VERBOSE: it keeps standard
+ * error and says what it freed. */
+void run_oom_guard_start(pid_t program, bool verbose);
 
 #endif

@@ -272,26 +272,25 @@ int specx_cgroup_remove(const struct specx_cgroup *cg, int timeout_ms)
 
 bool specx_cgroup_file(const struct specx_cgroup *cg, const char *file, char *path, size_t size)
 {
-    return join(path, size, cg->dir, file);
+    if (join(path, size, cg->dir, file))
+        return true;
+    errno = ENAMETOOLONG;
+    return false;
 }
 
 long specx_cgroup_read(const struct specx_cgroup *cg, const char *file, char *buf, size_t size)
 {
     char path[PATH_MAX];
-    if (!specx_cgroup_file(cg, file, path, sizeof path)) {
-        errno = ENAMETOOLONG;
+    if (!specx_cgroup_file(cg, file, path, sizeof path))
         return -1;
-    }
     return specx_kfile_read(path, buf, size);
 }
 
 int specx_cgroup_write(const struct specx_cgroup *cg, const char *file, const char *text)
 {
     char path[PATH_MAX];
-    if (!specx_cgroup_file(cg, file, path, sizeof path)) {
-        errno = ENAMETOOLONG;
+    if (!specx_cgroup_file(cg, file, path, sizeof path))
         return -1;
-    }
     return specx_kfile_write(path, text);
 }
 

@@ -108,7 +108,7 @@ bool specx_cgroup_u64(const struct specx_cgroup *cg, const char *file, uint64_t 
 bool specx_cgroup_key_u64(const struct specx_cgroup *cg, const char *file, const char *key,
                           uint64_t *out);
 
-/* PATH = CG's directory + "/" + FILE; false if it does not fit. */
+/* PATH = CG's directory + "/" + FILE; false (errno ENAMETOOLONG) if it does not fit. */
 bool specx_cgroup_file(const struct specx_cgroup *cg, const char *file, char *path, size_t size);
 
 #endif

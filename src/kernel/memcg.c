@@ -182,10 +182,8 @@ static int v1_event_watch(const struct specx_cgroup *cg, const char *file,
                           const char *const args[2])
 {
     char path[PATH_MAX + 32];
-    if (!specx_cgroup_file(cg, file, path, sizeof path)) {
-        errno = ENAMETOOLONG;
+    if (!specx_cgroup_file(cg, file, path, sizeof path))
         return -1;
-    }
     int file_fd = specx_kfile_open(path, O_RDONLY);
     if (file_fd < 0)
         return -1;
@@ -221,10 +219,8 @@ int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint6
 static int v2_events_watch(const struct specx_cgroup *cg)
 {
     char path[PATH_MAX + 32];
-    if (!specx_cgroup_file(cg, "memory.events", path, sizeof path)) {
-        errno = ENAMETOOLONG;
+    if (!specx_cgroup_file(cg, "memory.events", path, sizeof path))
         return -1;
-    }
     int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd >= 0 && inotify_add_watch(fd, path, IN_MODIFY) < 0) {
         specx_kfile_close(fd);

@@ -22,20 +22,22 @@ static const char *stat_field(const char *text, int n)
     return p ? p + 1 : NULL;
 }
 
-bool specx_oom_victim_stat_dying(const char *text)
+bool specx_oom_victim_stat_killed(const char *text)
 {
-    const char *flags = stat_field(text, 9), *pending = stat_field(text, 31);
+    const char *flags = stat_field(text, 9), *pending = stat_field(text, 31),
+               *exit_code = stat_field(text, 52);
     if (!flags || !pending)
         return false;
-    return (strtoul(flags, NULL, 10) & PF_EXITING) ||
-           (strtoull(pending, NULL, 10) & (1ull << (SIGKILL - 1)));
+    bool exiting = strtoul(flags, NULL, 10) & PF_EXITING;
+    return (strtoull(pending, NULL, 10) & (1ull << (SIGKILL - 1))) ||
+           (exiting && exit_code && (strtol(exit_code, NULL, 10) & 0x7f) == SIGKILL);
 }
 
-static bool dying(pid_t pid)
+static bool killed(pid_t pid)
 {
     char path[SPECX_PROC_PID_PATH_MAX], text[1024];
     specx_proc_pid_path(path, pid, "stat");
-    return specx_kfile_read(path, text, sizeof text) > 0 && specx_oom_victim_stat_dying(text);
+    return specx_kfile_read(path, text, sizeof text) > 0 && specx_oom_victim_stat_killed(text);
 }
 
 /* process_mrelease waits for the victim's memory map, which a victim starved at SCHED_IDLE
@@ -52,7 +54,7 @@ bool specx_oom_victim_release(pid_t pid)
     if (pidfd < 0)
         return false;
     /* Checked with the pidfd open: the pid cannot name another process before the release. */
-    bool victim = dying(pid);
+    bool victim = killed(pid);
     if (victim) {
         lift_out_of_idle(pid);
         syscall(SYS_process_mrelease, pidfd, 0u);

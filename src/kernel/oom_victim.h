@@ -14,15 +14,16 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Whether TEXT, a /proc/PID/stat, is that of a dying process: SIGKILL pending (field 31, the
- * signals pending for the thread; a fatal signal is queued on every thread) or already exiting
- * (PF_EXITING in field 9). Counted from the command's closing parenthesis: the command may hold
- * spaces and parentheses. */
-bool specx_oom_victim_stat_dying(const char *text);
+/* Whether TEXT, a /proc/PID/stat, is that of a process being killed (SIGKILL, as the OOM
+ * killer sends): SIGKILL pending (field 31, the signals pending for the thread; a fatal signal
+ * is queued on every thread), or already exiting (PF_EXITING in field 9) with SIGKILL as its
+ * exit code (field 52; a process exiting of its own accord is left alone). Counted from the
+ * command's closing parenthesis: the command may hold spaces and parentheses. */
+bool specx_oom_victim_stat_killed(const char *text);
 
-/* If PID is dying: moves it from SCHED_IDLE to SCHED_OTHER and frees its memory now
+/* If PID is being killed: moves it from SCHED_IDLE to SCHED_OTHER and frees its memory now
  * (process_mrelease; where the kernel has none, the first step alone lets its exit run).
- * True if PID was dying. */
+ * True if PID was being killed. */
 bool specx_oom_victim_release(pid_t pid);
 
 #endif

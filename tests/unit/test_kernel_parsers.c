@@ -1,5 +1,5 @@
 /* The kernel layer's pure parsers (src/kernel): which cgroup a process is in, where each
- * hierarchy is mounted, "key value" files, pressure files and whether a process is dying, on
+ * hierarchy is mounted, "key value" files, pressure files and whether a process is being killed, on
  * texts as the kernel writes them. */
 #include <signal.h>
 #include <stdio.h>
@@ -92,28 +92,33 @@ static void test_proc_stat_cpu(void)
     CHECK(!specx_proc_stat_cpu_ticks("no parenthesis", &ticks));
 }
 
-/* A /proc/PID/stat line whose flags (field 9) and pending signals (field 31) are given. */
-static void stat_line(char *buf, size_t size, unsigned flags, unsigned long long pending)
+/* A /proc/PID/stat line whose flags (field 9), pending signals (field 31) and exit code
+ * (field 52) are given. */
+static void stat_line(char *buf, size_t size, unsigned flags, unsigned long long pending,
+                      int exit_code)
 {
     snprintf(buf, size,
              "4242 (a) b) R 1 4242 4242 0 -1 %u 100 0 0 0 3 1 0 0 39 19 1 0 123 4096 100 "
-             "18446744073709551615 1 1 0 0 0 %llu 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
-             flags, pending);
+             "18446744073709551615 1 1 0 0 0 %llu 0 0 0 0 0 0 17 1 0 0 0 0 0 "
+             "1 2 3 4 5 6 7 %d\n",
+             flags, pending, exit_code);
 }
 
-static void test_proc_stat_dying(void)
+static void test_proc_stat_killed(void)
 {
     char line[512];
-    stat_line(line, sizeof line, 0x00400000u, 0);
-    CHECK(!specx_oom_victim_stat_dying(line));
-    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGKILL - 1));
-    CHECK(specx_oom_victim_stat_dying(line)); /* killed, not yet exiting */
-    stat_line(line, sizeof line, 0x00400004u, 0);
-    CHECK(specx_oom_victim_stat_dying(line)); /* exiting: the SIGKILL is taken */
-    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGTERM - 1));
-    CHECK(!specx_oom_victim_stat_dying(line));
-    CHECK(!specx_oom_victim_stat_dying("4242 (sh) S 1 2 3 4 5 6"));
-    CHECK(!specx_oom_victim_stat_dying("no parenthesis"));
+    stat_line(line, sizeof line, 0x00400000u, 0, 0);
+    CHECK(!specx_oom_victim_stat_killed(line));
+    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGKILL - 1), 0);
+    CHECK(specx_oom_victim_stat_killed(line)); /* killed, not yet exiting */
+    stat_line(line, sizeof line, 0x00400004u, 0, SIGKILL);
+    CHECK(specx_oom_victim_stat_killed(line)); /* exiting of it: the SIGKILL is taken */
+    stat_line(line, sizeof line, 0x00400004u, 0, 3 << 8);
+    CHECK(!specx_oom_victim_stat_killed(line)); /* exiting of its own accord (exit 3) */
+    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGTERM - 1), 0);
+    CHECK(!specx_oom_victim_stat_killed(line));
+    CHECK(!specx_oom_victim_stat_killed("4242 (sh) S 1 2 3 4 5 6"));
+    CHECK(!specx_oom_victim_stat_killed("no parenthesis"));
 }
 
 int main(void)
@@ -125,6 +130,6 @@ int main(void)
     test_key_value();
     test_psi();
     test_proc_stat_cpu();
-    test_proc_stat_dying();
+    test_proc_stat_killed();
     return check_status();
 }
