@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -81,18 +82,35 @@ bool specx_kfile_parse_u64(const char *text, uint64_t *out)
     return true;
 }
 
-bool specx_kfile_key_u64(const char *text, const char *key, uint64_t *out)
+/* The value of KEY's line in TEXT, or NULL. */
+static const char *key_value(const char *text, const char *key)
 {
     size_t klen = strlen(key);
     for (const char *line = text; *line;) {
         if (strncmp(line, key, klen) == 0 && (line[klen] == ' ' || line[klen] == '\t'))
-            return specx_kfile_parse_u64(line + klen + strspn(line + klen, " \t"), out);
+            return line + klen + strspn(line + klen, " \t");
         const char *end = strchr(line, '\n');
         if (!end)
             break;
         line = end + 1;
     }
-    return false;
+    return NULL;
+}
+
+bool specx_kfile_key_u64(const char *text, const char *key, uint64_t *out)
+{
+    const char *value = key_value(text, key);
+    return value && specx_kfile_parse_u64(value, out);
+}
+
+bool specx_kfile_key_hex(const char *text, const char *key, uint64_t *out)
+{
+    const char *value = key_value(text, key);
+    char *end;
+    if (!value)
+        return false;
+    *out = strtoull(value, &end, 16);
+    return end != value;
 }
 
 bool specx_kfile_read_u64(const char *path, uint64_t *out)

@@ -33,6 +33,9 @@ bool specx_kfile_parse_u64(const char *text, uint64_t *out);
  * /proc/PID/status without the colon...). False if no line has exactly that key. */
 bool specx_kfile_key_u64(const char *text, const char *key, uint64_t *out);
 
+/* The same for a hexadecimal value (/proc/PID/status's signal masks: "ShdPnd:\t0...0100"). */
+bool specx_kfile_key_hex(const char *text, const char *key, uint64_t *out);
+
 /* Reads PATH and parses it as one number (specx_kfile_parse_u64). False on any failure. */
 bool specx_kfile_read_u64(const char *path, uint64_t *out);
 

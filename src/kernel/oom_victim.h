@@ -14,12 +14,11 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Whether TEXT, a /proc/PID/stat, is that of a process being killed (SIGKILL, as the OOM
- * killer sends): SIGKILL pending (field 31, the signals pending for the thread; a fatal signal
- * is queued on every thread), or already exiting (PF_EXITING in field 9) with SIGKILL as its
- * exit code (field 52; a process exiting of its own accord is left alone). Counted from the
- * command's closing parenthesis: the command may hold spaces and parentheses. */
-bool specx_oom_victim_stat_killed(const char *text);
+/* Whether TEXT, a /proc/PID/status, is that of a process being killed by SIGKILL (as the OOM
+ * killer and specx kill): SIGKILL pending for the whole process (ShdPnd), where it stays until
+ * the process is gone, or for the thread (SigPnd). A process exiting of its own accord is left
+ * alone. */
+bool specx_oom_victim_status_killed(const char *text);
 
 /* If PID is being killed: moves it from SCHED_IDLE to SCHED_OTHER and frees its memory now
  * (process_mrelease; where the kernel has none, the first step alone lets its exit run).

@@ -92,33 +92,30 @@ static void test_proc_stat_cpu(void)
     CHECK(!specx_proc_stat_cpu_ticks("no parenthesis", &ticks));
 }
 
-/* A /proc/PID/stat line whose flags (field 9), pending signals (field 31) and exit code
- * (field 52) are given. */
-static void stat_line(char *buf, size_t size, unsigned flags, unsigned long long pending,
-                      int exit_code)
+/* The signal lines of a /proc/PID/status. */
+static void status_text(char *buf, size_t size, unsigned long long thread,
+                        unsigned long long shared)
 {
     snprintf(buf, size,
-             "4242 (a) b) R 1 4242 4242 0 -1 %u 100 0 0 0 3 1 0 0 39 19 1 0 123 4096 100 "
-             "18446744073709551615 1 1 0 0 0 %llu 0 0 0 0 0 0 17 1 0 0 0 0 0 "
-             "1 2 3 4 5 6 7 %d\n",
-             flags, pending, exit_code);
+             "Name:\topvm\nState:\tR (running)\nShdPnd0:\t0000000000000100\n"
+             "SigQ:\t1/95109\nSigPnd:\t%016llx\nShdPnd:\t%016llx\n"
+             "SigBlk:\t0000000000000000\n",
+             thread, shared);
 }
 
-static void test_proc_stat_killed(void)
+static void test_proc_status_killed(void)
 {
-    char line[512];
-    stat_line(line, sizeof line, 0x00400000u, 0, 0);
-    CHECK(!specx_oom_victim_stat_killed(line));
-    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGKILL - 1), 0);
-    CHECK(specx_oom_victim_stat_killed(line)); /* killed, not yet exiting */
-    stat_line(line, sizeof line, 0x00400004u, 0, SIGKILL);
-    CHECK(specx_oom_victim_stat_killed(line)); /* exiting of it: the SIGKILL is taken */
-    stat_line(line, sizeof line, 0x00400004u, 0, 3 << 8);
-    CHECK(!specx_oom_victim_stat_killed(line)); /* exiting of its own accord (exit 3) */
-    stat_line(line, sizeof line, 0x00400000u, 1ull << (SIGTERM - 1), 0);
-    CHECK(!specx_oom_victim_stat_killed(line));
-    CHECK(!specx_oom_victim_stat_killed("4242 (sh) S 1 2 3 4 5 6"));
-    CHECK(!specx_oom_victim_stat_killed("no parenthesis"));
+    const unsigned long long sigkill = 1ull << (SIGKILL - 1), sigterm = 1ull << (SIGTERM - 1);
+    char text[512];
+    status_text(text, sizeof text, 0, 0);
+    CHECK(!specx_oom_victim_status_killed(text)); /* a line merely starting with ShdPnd */
+    status_text(text, sizeof text, sigkill, sigkill);
+    CHECK(specx_oom_victim_status_killed(text)); /* killed, not yet exiting */
+    status_text(text, sizeof text, 0, sigkill);
+    CHECK(specx_oom_victim_status_killed(text)); /* exiting of it: the thread took its SIGKILL */
+    status_text(text, sizeof text, sigterm, sigterm);
+    CHECK(!specx_oom_victim_status_killed(text));
+    CHECK(!specx_oom_victim_status_killed("no such lines"));
 }
 
 int main(void)
@@ -130,6 +127,6 @@ int main(void)
     test_key_value();
     test_psi();
     test_proc_stat_cpu();
-    test_proc_stat_killed();
+    test_proc_status_killed();
     return check_status();
 }
