@@ -265,43 +265,57 @@ def test_a_copy_the_oom_killer_takes_is_freed_at_once_on_a_busy_machine(specx, t
         [(0, "1 pread: 4096 bytes 88d6ce5789d35325\n2 fill: 48 MiB, sum 1566720\n3 sleep: ok\n")] * 5
 
 
-def guards(group):
-    """The OOM guards in GROUP."""
-    found = []
-    for pid in map(int, open(os.path.join(group.path, "cgroup.procs")).read().split()):
+def guards():
+    """The OOM guards on the machine, by the memory cgroup each is in (its path as
+    /proc/PID/cgroup names it)."""
+    v1 = memcg.find().version == memcg.V1
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         with contextlib.suppress(OSError):
             if open(f"/proc/{pid}/comm").read().strip() == "specx-oomguard":
-                found.append(pid)
+                for line in open(f"/proc/{pid}/cgroup"):
+                    _, controllers, path = line.rstrip("\n").split(":", 2)
+                    if ("memory" in controllers.split(",")) if v1 else controllers == "":
+                        found[int(pid)] = path
     return found
 
 
+def cgroup_path(group):
+    """GROUP's path as /proc/PID/cgroup names it."""
+    return "/" + os.path.relpath(group.path, memcg.find().root)
+
+
 @pytest.mark.root
-def test_the_oom_guard_is_beside_a_bounded_program_only_and_ends_with_it(specx, tmp_path):
+def test_the_oom_guard_stands_above_a_bounded_program_only_and_ends_with_it(specx, tmp_path):
     """The guard is nobody's child the program can see (a program that waits for any child
-    finds none), stands beside a program whose group has a limit, and is gone with it."""
+    finds none), stands beside a program whose group has a limit but in the group above it
+    (where the OOM is, its own allocations would wait for the OOM too), and is gone with it."""
     if memcg.find() is None:
         pytest.skip("no cgroup hierarchy with the memory controller on this machine")
     waits = ("import os, time\ntime.sleep(0.5)\n"
              "try:\n    os.wait()\nexcept ChildProcessError:\n    print('no child')\n")
     with memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", 256 * MiB) as group:
+        before = set(guards())
         run = subprocess.Popen([specx, "run", "--", sys.executable, "-c", waits], text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=group.add)
         time.sleep(0.25)
-        during = guards(group)
+        during = {pid: path for pid, path in guards().items() if pid not in before}
         out, err = run.communicate(timeout=60)
         deadline = time.monotonic() + 5
-        while guards(group) and time.monotonic() < deadline:
+        while set(during) & set(guards()) and time.monotonic() < deadline:
             time.sleep(0.01)
-        after = guards(group)
-    assert (run.returncode, out, len(during), after) == (0, "no child\n", 1, []), err
+        left = set(during) & set(guards())
+    assert (run.returncode, out, left) == (0, "no child\n", set()), err
+    assert list(during.values()) == [os.path.dirname(cgroup_path(group))]
     # A limit this high is none (the kernel clamps it; specx counts 2^62 and above as none).
     with memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", 1 << 62) as unbounded:
+        before = set(guards())
         run = subprocess.Popen([specx, "run", "--", "sleep", "0.5"], preexec_fn=unbounded.add)
         time.sleep(0.25)
-        during = guards(unbounded)
+        during = set(guards()) - before
         assert run.wait(timeout=60) == 0
-    assert during == []
+    assert during == set()
 
 
 def test_a_copy_that_crashes_frees_its_memory_before_it_exits(specx, tmp_path):

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -94,8 +95,28 @@ static void detach(int keep_fd)
     prctl(PR_SET_NAME, "specx-oomguard");
 }
 
+/* The guard must not be charged where the OOM is: at the group's limit its own allocations (a
+ * pidfd, a /proc read, a page it touches) waited for the OOM like the program's (2.5 s seen, the
+ * victim long gone by then). It moves to the nearest group above that takes it: v1 the parent,
+ * v2 an ancestor that does not give controllers to its children (in practice the root). False
+ * if none does (no permission): the guard is of no use then. */
+static bool leave_group(const struct specx_cgroup *cg)
+{
+    struct specx_cgroup up = *cg;
+    for (char *slash; (slash = strrchr(up.dir, '/')) && slash != up.dir;) {
+        *slash = '\0';
+        if (specx_cgroup_attach(&up, getpid()) == 0)
+            return true;
+        if (errno != EBUSY) /* v2 refuses processes beside child groups; go on above */
+            return false;
+    }
+    return false;
+}
+
 static _Noreturn void guard(const struct specx_cgroup *cg, int program_fd)
 {
+    if (!leave_group(cg))
+        _exit(0);
     detach(program_fd);
     bool only_oom;
     int watch = specx_memcg_oom_watch(cg, &only_oom);
