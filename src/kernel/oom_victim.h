@@ -2,10 +2,9 @@
  *
  * A killed process frees its memory in its own exit, at its own CPU priority. A speculative
  * copy runs at SCHED_IDLE (fraser-chang-2003 §4.1.3): beside busy CPUs its exit takes seconds,
- * and the kernel's OOM reaper steps in only after two. If by then the copy's exit has taken its
- * pages out of its page tables but not yet freed them (they wait in its unmap batch), the reaper
- * finds nothing left to reap, calls the copy done, and the OOM killer takes the next process in
- * the group: the program. Reaping a victim at once (process_mrelease) from a process that is
+ * and the kernel's OOM reaper steps in only after two. Traced, the reaper then found next to
+ * nothing to reap (the copy's exit had, it seems, unmapped its pages without freeing them yet),
+ * called the copy done, and the OOM killer took the next process in the group: the program. Reaping a victim at once (process_mrelease) from a process that is
  * not starved, and lifting it out of SCHED_IDLE so that what it holds while dying is let go,
  * closes that window. */
 #ifndef SPECX_KERNEL_OOM_VICTIM_H

@@ -483,32 +483,32 @@ static void hog(const char *mib)
 
 static void op_crash(char **a) __attribute__((noinline));
 
-/* A process that finds PATH's first byte zero fills MIB MiB and then sleeps for ever; one that
- * finds data (a file of non-zero bytes) goes straight on. tests/test_oom.py uses it to give the
- * copy memory the program does not have. */
-static void op_hogifzero(char **a)
+static _Noreturn void sleep_for_ever(char **a)
 {
-    int first = first_byte("hogifzero", a[1]);
-    if (first > 0)
-        result("hogifzero", "data");
-    if (first != 0)
-        return;
-    hog(a[2]);
+    (void)a;
     for (;;)
         nanosleep(&(struct timespec){ 1, 0 }, NULL);
 }
 
-/* The same, but the process that finds zero crashes (SIGSEGV) once it holds its memory. */
-static void op_crashifzero(char **a)
+/* A process that finds PATH's first byte zero fills MIB MiB and then does THEN; one that finds
+ * data (a file of non-zero bytes) goes straight on. */
+static void hog_if_zero(char **a, const char *op, void (*then)(char **))
 {
-    int first = first_byte("crashifzero", a[1]);
+    int first = first_byte(op, a[1]);
     if (first > 0)
-        result("crashifzero", "data");
+        result(op, "data");
     if (first != 0)
         return;
     hog(a[2]);
-    op_crash(a);
+    then(a);
 }
+
+/* hogifzero PATH MIB: the zero-finder sleeps for ever. tests/test_oom.py uses it to give the
+ * copy memory the program does not have. */
+static void op_hogifzero(char **a) { hog_if_zero(a, "hogifzero", sleep_for_ever); }
+
+/* crashifzero PATH MIB: the zero-finder crashes (SIGSEGV) once it holds its memory. */
+static void op_crashifzero(char **a) { hog_if_zero(a, "crashifzero", op_crash); }
 
 /* Sleeps MS milliseconds in all, through any signal (a speculative copy's own timers). */
 static void op_sleep(char **a)
