@@ -236,10 +236,10 @@ def fill_until_starved(specx, script, group, busy):
 def test_a_copy_the_oom_killer_takes_is_freed_at_once_on_a_busy_machine(specx, tmp_path):
     """The copy holds 48 MiB of a 64 MiB group, then is starved at SCHED_IDLE (as on a busy
     machine) when the program takes 48 MiB of its own. The OOM killer takes the copy; starved,
-    its exit took seconds, and once the kernel's reaper (after 2 s) had found its pages already
-    unmapped but not yet freed, the killer took the program next (2 of 12 runs, docs/DESIGN.md
-    §6.3). specx run's OOM guard now frees a victim's memory at once. The race is a matter of
-    timing, so the test runs it several times."""
+    its exit took seconds, and once the kernel's reaper (after 2 s) had found next to nothing
+    to reap, the killer took the program next (56 of 242 runs, docs/DESIGN.md §6.3). specx
+    run's OOM guard now frees a victim's memory at once. The race is a matter of timing, so
+    the test runs it several times."""
     if memcg.find() is None:
         pytest.skip("no cgroup hierarchy with the memory controller on this machine")
     (tmp_path / "back").mkdir()
