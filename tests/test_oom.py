@@ -280,6 +280,14 @@ def guards():
     return found
 
 
+def environ(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def cgroup_path(group):
     """GROUP's path as /proc/PID/cgroup names it."""
     return "/" + os.path.relpath(group.path, memcg.find().root)
@@ -289,7 +297,8 @@ def cgroup_path(group):
 def test_the_oom_guard_stands_above_a_bounded_program_only_and_ends_with_it(specx, tmp_path):
     """The guard is nobody's child the program can see (a program that waits for any child
     finds none), stands beside a program whose group has a limit but in the group above it
-    (where the OOM is, its own allocations would wait for the OOM too), and is gone with it."""
+    (where the OOM is, its own allocations would wait for the OOM too), runs without the
+    program's environment, and is gone with it."""
     if memcg.find() is None:
         pytest.skip("no cgroup hierarchy with the memory controller on this machine")
     waits = ("import os, time\ntime.sleep(0.5)\n"
@@ -301,6 +310,7 @@ def test_the_oom_guard_stands_above_a_bounded_program_only_and_ends_with_it(spec
                                preexec_fn=group.add)
         time.sleep(0.25)
         during = {pid: path for pid, path in guards().items() if pid not in before}
+        preloaded = [pid for pid in during if b"LD_PRELOAD=" in environ(pid)]
         out, err = run.communicate(timeout=60)
         deadline = time.monotonic() + 5
         while set(during) & set(guards()) and time.monotonic() < deadline:
@@ -308,6 +318,7 @@ def test_the_oom_guard_stands_above_a_bounded_program_only_and_ends_with_it(spec
         left = set(during) & set(guards())
     assert (run.returncode, out, left) == (0, "no child\n", set()), err
     assert list(during.values()) == [os.path.dirname(cgroup_path(group))]
+    assert preloaded == []   # the program's environment (the runtime preloaded) is not the guard's
     # A limit this high is none (the kernel clamps it; specx counts 2^62 and above as none).
     with memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", 1 << 62) as unbounded:
         before = set(guards())

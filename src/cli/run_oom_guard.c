@@ -43,7 +43,9 @@ static _Noreturn void become_guard(const char *path, const struct specx_cgroup *
     fcntl(program_fd, F_SETFD, 0); /* a pidfd is close-on-exec */
     char *const argv[] = { "specx-oomguard", fd_text, cg->version == SPECX_CG_V1 ? "1" : "2",
                            (char *)cg->dir, verbose ? "verbose" : NULL, NULL };
-    execv(path, argv);
+    /* No environment: specx run may already have set the program's (LD_PRELOAD of the
+     * runtime, which has no business in the guard). */
+    execve(path, argv, (char *[]){ NULL });
     _exit(0);
 }
 
