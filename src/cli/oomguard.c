@@ -49,9 +49,8 @@ static void release_victims(const struct specx_cgroup *cg, struct freed *f)
 {
     static pid_t pids[SPECX_CGROUP_PROCS_MAX];
     long n = specx_cgroup_procs(cg, pids, SPECX_CGROUP_PROCS_MAX);
-    pid_t self = getpid();
-    for (long i = 0; i < n; i++) {
-        if (pids[i] == self || already(f, pids[i]) || !specx_oom_victim_release(pids[i]))
+    for (long i = 0; i < n; i++) { /* the guard itself is in the group above */
+        if (already(f, pids[i]) || !specx_oom_victim_release(pids[i]))
             continue;
         if (f->n < sizeof f->pid / sizeof f->pid[0])
             f->pid[f->n++] = pids[i];
