@@ -301,15 +301,17 @@ def test_the_oom_guard_stands_above_a_bounded_program_only_and_ends_with_it(spec
     program's environment, and is gone with it."""
     if memcg.find() is None:
         pytest.skip("no cgroup hierarchy with the memory controller on this machine")
-    waits = ("import os, time\ntime.sleep(0.5)\n"
+    waits = ("import os, time\ntime.sleep(2)\n"
              "try:\n    os.wait()\nexcept ChildProcessError:\n    print('no child')\n")
     with memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", 256 * MiB) as group:
         before = set(guards())
         run = subprocess.Popen([specx, "run", "--", sys.executable, "-c", waits], text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=group.add)
-        time.sleep(0.25)
-        during = {pid: path for pid, path in guards().items() if pid not in before}
+        during = {}
+        while not during and run.poll() is None:   # the guard may be slow to start when busy
+            during = {pid: path for pid, path in guards().items() if pid not in before}
+            time.sleep(0.01)
         preloaded = [pid for pid in during if b"LD_PRELOAD=" in environ(pid)]
         out, err = run.communicate(timeout=60)
         deadline = time.monotonic() + 5
