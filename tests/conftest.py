@@ -3,6 +3,7 @@ import contextlib
 import os
 import pathlib
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -67,6 +68,17 @@ def evict(*paths):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def only_files_cold(code, paths):
+    """Runs Python's CODE once without arguments, so that the interpreter and the modules it
+    imports are in memory, then makes PATHS cold. A cold interpreter stalls first (`-c "import
+    os, sys"` alone: 54 stalls, 6 copies), and those copies, which predict nothing, back the
+    runtime off by up to 64 stalls or retire it after 8 (policy/backoff.h): whether a copy is
+    left for PATHS would depend on the machine's timing (CI once saw no copy by a pool's
+    thread)."""
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
+    evict(*paths)
 
 
 @contextlib.contextmanager

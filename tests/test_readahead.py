@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from conftest import copies_get_cpu, drop_caches, run_specx, slowfs_mount
+from conftest import copies_get_cpu, only_files_cold, run_specx, slowfs_mount
 
 # Reads FILE in 64 KiB pieces, one in four; with ADVICE first advises the whole file as such.
 STRIDED_READER = """
@@ -31,7 +31,7 @@ def cold_file(tmp_path_factory):
 
 
 def switches(tmp_path, path, *advice):
-    drop_caches()
+    only_files_cold("import os, sys", [path])
     report = tmp_path / f"{uuid.uuid4().hex}.json"
     with copies_get_cpu(path):   # the copy's prefetches must come on a busy machine too
         proc = run_specx("run", "--json", report, "--", sys.executable, "-c", STRIDED_READER,
@@ -68,7 +68,7 @@ def test_a_sequential_reader_gets_a_copy_ahead_of_the_kernels_readahead(specx, t
     """Such a reader misses only at the file's start: then it waits once per readahead window
     for pages in flight. A copy made at the read after such a wait runs ahead of the window
     (docs/DESIGN.md §6.2), and the program's reads are served by its prefetches."""
-    drop_caches()
+    only_files_cold("import os, sys", [cold_file])
     report = tmp_path / "report.json"
     with copies_get_cpu(cold_file):
         proc = run_specx("run", "--json", report, "--", sys.executable, "-c", SEQUENTIAL_READER,

@@ -15,8 +15,8 @@ import uuid
 
 import pytest
 
-from conftest import (BUILD, SPECX as SPECX_CMD, copies_get_cpu, drop_caches, evict, run_specx,
-                      slowfs_mount)
+from conftest import (BUILD, SPECX as SPECX_CMD, copies_get_cpu, drop_caches,
+                      only_files_cold, run_specx, slowfs_mount)
 
 PY = sys.executable  # the interpreter itself, not a launcher script that forks and execs
 
@@ -415,16 +415,6 @@ THREADED_READ = (
     "with ThreadPoolExecutor(4) as pool:\n"
     "    for d in pool.map(digest, sys.argv[1:]):\n"
     "        print(d)\n")
-
-
-def only_files_cold(code, paths):
-    """Runs CODE once without arguments, so that Python and the modules it imports are in
-    memory, then makes PATHS cold. With the interpreter cold too, its imports stall first and
-    their copies, which predict nothing, back the runtime off (policy/backoff.h) by up to 64
-    stalls or retire it: whether a copy is left for the files then depends on how many import
-    stalls the machine's timing let through (CI once saw none made by a thread of the pool)."""
-    subprocess.run(python(code), check=True, capture_output=True, timeout=60)
-    evict(*paths)
 
 
 @pytest.mark.root
