@@ -70,6 +70,14 @@ def evict(*paths):
             os.close(fd)
 
 
+def all_cold_but(*paths):
+    """Drops the page cache and reads PATHS back (an opvm script and opvm itself): only the
+    data the program reads may stall, which is where its copy must start."""
+    drop_caches()
+    for path in paths:
+        pathlib.Path(path).read_bytes()
+
+
 def only_files_cold(code, paths):
     """Runs Python's CODE once without arguments, so that the interpreter and the modules it
     imports are in memory, then makes PATHS cold. A cold interpreter stalls first (`-c "import

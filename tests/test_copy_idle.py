@@ -5,16 +5,9 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, copies_get_cpu, drop_caches, run_specx, slowfs_mount
+from conftest import BUILD, all_cold_but, copies_get_cpu, run_specx, slowfs_mount
 
 OPVM = BUILD / "tests" / "safety" / "opvm"
-
-
-def cold_data_only(script):
-    """Only the data read may stall: that is where the copy must start."""
-    drop_caches()
-    script.read_bytes()
-    OPVM.read_bytes()
 
 
 @pytest.mark.root
@@ -27,7 +20,7 @@ def test_a_copy_that_only_computes_ends_itself(specx, tmp_path):
         # The copy starts at the read and, while the program waits 300 ms for it, computes.
         script.write_text(f"pread {mnt / 'data'} 0 4096\nspin 1500\nexit 0\n")
         plain = subprocess.run([OPVM, script], capture_output=True, text=True, timeout=60)
-        cold_data_only(script)
+        all_cold_but(script, OPVM)
         with copies_get_cpu(script):   # the copy's 100 ms of CPU must come on a busy machine too
             spec = run_specx("run", "--json", report, "--", OPVM, script)
     assert (spec.returncode, spec.stdout, spec.stderr) == \

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import BUILD, drop_caches, run_specx, slowfs_mount
+from conftest import BUILD, all_cold_but, run_specx, slowfs_mount
 
 OPVM = BUILD / "tests" / "safety" / "opvm"
 
@@ -33,9 +33,7 @@ def test_a_copy_never_writes_the_programs_shared_memory(specx, tmp_path, trigger
         script.write_text(SCRIPT.format(stall=FIRST_STALL[trigger].format(mnt=mnt)))
         runs = []
         for options in (["--no-spec"], [f"--refork={refork}", "--json", report]):
-            drop_caches()
-            script.read_bytes()
-            OPVM.read_bytes()
+            all_cold_but(script, OPVM)
             runs.append(run_specx("run", *options, "--", OPVM, script))
     plain, spec = runs
     assert plain.returncode == 0 and "3 bump: 1" in plain.stdout and "5 bump: 2" in plain.stdout

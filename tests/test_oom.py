@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from conftest import BUILD, copies_get_cpu, drop_caches, run_specx, slowfs_mount
+from conftest import BUILD, all_cold_but, copies_get_cpu, run_specx, slowfs_mount
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 from specx_bench import memcg  # noqa: E402
@@ -32,13 +32,6 @@ def no_swap(group):
         f.write("0")
 
 
-def cold_data_only(script):
-    """Only the data read may stall: that is where the copy must start."""
-    drop_caches()
-    script.read_bytes()
-    OPVM.read_bytes()
-
-
 def run_in_group(limit, *command):
     with memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", limit) as group:
         no_swap(group)
@@ -56,9 +49,9 @@ def test_the_oom_killer_takes_the_copy_not_the_program(specx, tmp_path):
     script = tmp_path / "fill.ops"
     with slowfs_mount(tmp_path / "back", tmp_path / "mnt", "--latency-ms", "300") as mnt:
         script.write_text(SCRIPT.format(data=mnt / "data"))
-        cold_data_only(script)
+        all_cold_but(script, OPVM)
         plain, _ = run_in_group(64 * MiB, "run", "--no-spec", "--", OPVM, script)
-        cold_data_only(script)
+        all_cold_but(script, OPVM)
         with copies_get_cpu(script):   # the copy must fill its 48 MiB on a busy machine too
             spec, kills = run_in_group(64 * MiB, "run", "--", OPVM, script)
     assert plain.returncode == 0, plain.stderr
@@ -111,7 +104,7 @@ def test_the_copy_volunteers_as_the_oom_killers_first_victim(specx, tmp_path):
     script = tmp_path / "wait.ops"
     with slowfs_mount(tmp_path / "back", tmp_path / "mnt", "--latency-ms", "300") as mnt:
         script.write_text(f"pread {mnt / 'data'} 0 4096\nsleep 2000\nexit 0\n")
-        cold_data_only(script)
+        all_cold_but(script, OPVM)
         with copies_get_cpu(script):   # the copy must reach its sandbox on a busy machine too
             run = subprocess.Popen([specx, "run", "--", OPVM, script], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
@@ -189,7 +182,7 @@ def test_a_killed_copy_frees_its_memory_before_the_program_goes_on(specx, tmp_pa
                 memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", 96 * MiB) as group:
             no_swap(group)
             script.write_text(KILL_SCRIPT.format(data=mnt / "data", local=tmp_path / "local"))
-            cold_data_only(script)
+            all_cold_but(script, OPVM)
             with copies_get_cpu(script):   # the copy must take its 40 MiB on a busy machine
                 run = subprocess.Popen([specx, "run", "--", OPVM, script], text=True,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -252,7 +245,7 @@ def test_a_copy_the_oom_killer_takes_is_freed_at_once_on_a_busy_machine(specx, t
         with slowfs_mount(tmp_path / "back", tmp_path / "mnt", "--latency-ms", "300") as mnt:
             script.write_text(SCRIPT.format(data=mnt / "data"))
             for _ in range(5):
-                cold_data_only(script)
+                all_cold_but(script, OPVM)
                 with memcg.limited(f"specx-test-oom-{uuid.uuid4().hex[:8]}", 64 * MiB) as group:
                     no_swap(group)
                     runs.append(fill_until_starved(specx, script, group, busy))
@@ -341,7 +334,7 @@ def test_a_copy_that_crashes_frees_its_memory_before_it_exits(specx, tmp_path):
     script = tmp_path / "crash.ops"
     with slowfs_mount(tmp_path / "back", tmp_path / "mnt", "--latency-ms", "1000") as mnt:
         script.write_text(f"crashifzero {mnt / 'data'} 56\nexit 0\n")
-        cold_data_only(script)
+        all_cold_but(script, OPVM)
         with copies_get_cpu(script):   # the copy must reach its crash on a busy machine too
             run = run_specx("run", "--verbose", "--", OPVM, script)
     assert (run.returncode, run.stdout) == (0, "1 crashifzero: data\n"), run.stderr
