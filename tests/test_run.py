@@ -533,7 +533,7 @@ def test_stdio_readers_get_the_same_result(specx, tmp_path, cold_objects, cold_t
 def test_exec_ends_the_speculative_process_first(specx, tmp_path, cold_tree):
     marker = f"specx-test-{uuid.uuid4().hex}"
     code = READ_ALL + f"import os\nos.execv('/bin/sh', ['sh', '-c', 'exit 4'])  # {marker}\n"
-    drop_caches()
+    only_files_cold(READ_ALL + "import os", cold_tree)  # a copy must be alive at the exec
     proc, report = run_json(tmp_path, *python(code, *cold_tree))
     assert proc.returncode == 4
     reader = next(p for p in report["processes"] if p["argv0"] == PY)
@@ -639,7 +639,7 @@ print("same pid" if child == copy else "other pid", os.waitstatus_to_exitcode(st
 def test_a_reaped_copys_pid_reused_by_the_program_is_left_alone(specx, tmp_path, cold_tree):
     """A program that reaps the copy with __WALL, then forks a child that gets the same pid:
     the runtime must not take that child for its copy (kill it, or reap it)."""
-    drop_caches()
+    only_files_cold(REUSE_PID, cold_tree)  # a copy must be alive at the files
     proc, report = run_json(tmp_path, *python(REUSE_PID, *cold_tree), options=["--horizon", "2"])
     assert proc.returncode == 0, proc.stderr
     if not proc.stdout.startswith("same pid"):
