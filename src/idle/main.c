@@ -326,6 +326,7 @@ static int finish(struct idle *s, int status, const struct rusage *usage)
 {
     uint64_t now = specx_now_ns();
     stop_yielding(s, now);
+    idle_memory_end(&s->memory);
     idle_groups_destroy(&s->groups); /* what the command left running goes with it */
     stop_network(s);
     if (s->opt.nisolate)

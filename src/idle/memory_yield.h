@@ -26,6 +26,8 @@ struct idle_memory {
     struct specx_cgroup psi_domain;
     uint64_t psi_domain_us, psi_bg_us;
     uint64_t pgscan;            /* the machine's own reclaim */
+    bool machine_psi;           /* the machine's PSI gates the read of pgscan */
+    uint64_t machine_stall_us;
     struct specx_cgroup domain; /* the memory group we run in, which the background shares */
     bool domain_limited;
     uint64_t domain_hits;
@@ -35,7 +37,7 @@ struct idle_memory {
     uint64_t giveback_max_ns, giveback_sum_ns, given_back_bytes;
     uint64_t frozen_ns, frozen_since_ns;
     double first_giveback_at;   /* wall clock (s since the epoch) the first shrink ended; 0 */
-    uint64_t peak_bytes;
+    uint64_t peak_bytes;        /* the kernel's high-water mark, exact where samples are not */
 };
 
 /* Starts watching; the background's memory group has no limit yet. */
@@ -47,5 +49,9 @@ void idle_memory_tick(struct idle_memory *m, uint64_t now_ns);
 
 /* Stops yielding (the deadline, or the end): thawed, and no limit of ours left. */
 void idle_memory_stop(struct idle_memory *m, uint64_t now_ns);
+
+/* The run is over, the background's memory group not yet removed: reads what the report
+ * needs of it. */
+void idle_memory_end(struct idle_memory *m);
 
 #endif

@@ -44,3 +44,8 @@ enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure
     s->last_change_ns = now_ns;
     return YIELD_GROW;
 }
+
+bool idle_yield_may_grow(const struct idle_yield_state *s)
+{
+    return !s->frozen && s->limit != 0;
+}

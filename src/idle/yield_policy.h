@@ -40,4 +40,9 @@ enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure
                                        uint64_t now_ns, uint64_t usage, uint64_t unused,
                                        uint64_t total);
 
+/* Whether the next step could grow the limit, and so needs UNUSED (a read of /proc/meminfo or
+ * of the group we run in): only a thawed background that has a limit grows. At rest, no
+ * limit and no pressure, a sample does without it. */
+bool idle_yield_may_grow(const struct idle_yield_state *s);
+
 #endif

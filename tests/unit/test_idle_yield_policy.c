@@ -57,10 +57,23 @@ static void pressure_while_growing_shrinks_again(void)
     CHECK(s.frozen && s.limit == 25 * MiB);
 }
 
+static void only_a_thawed_limited_background_needs_what_is_unused(void)
+{
+    struct idle_yield_state s = { 0 };
+    CHECK(!idle_yield_may_grow(&s)); /* at rest: no limit */
+    idle_yield_step(&s, true, 1 * S, 100 * MiB, 0, TOTAL);
+    CHECK(!idle_yield_may_grow(&s)); /* frozen: the next step thaws at most */
+    idle_yield_step(&s, false, 2 * S, 50 * MiB, 0, TOTAL);
+    CHECK(idle_yield_may_grow(&s));
+    idle_yield_step(&s, false, 3 * S, 50 * MiB, TOTAL, TOTAL); /* limit gone */
+    CHECK(!idle_yield_may_grow(&s));
+}
+
 int main(void)
 {
     pressure_shrinks_by_halves();
     calm_thaws_then_grows_into_free_memory_only();
     pressure_while_growing_shrinks_again();
+    only_a_thawed_limited_background_needs_what_is_unused();
     return check_status();
 }
