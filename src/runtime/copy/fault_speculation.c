@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -413,18 +414,58 @@ static void cover(uintptr_t start, uintptr_t end, uint64_t offset, int prot, int
         (struct region){ start, end, offset, chunk_size(st.st_dev), prot, specx_fd_out_of_the_way(fd) };
 }
 
+/* Files the process maps executable: ELF images, the program's and its libraries'. Static:
+ * the copy may be the clone of a multi-threaded program, which must not allocate. */
+#define MAX_IMAGES 1024u
+static struct image { dev_t dev; unsigned long inode; } images[MAX_IMAGES];
+static unsigned nimages;
+static bool images_overflowed;
+
+static void note_image(const struct specx_mapping *m)
+{
+    for (unsigned i = 0; i < nimages; i++)
+        if (images[i].inode == m->inode && images[i].dev == m->dev)
+            return;
+    if (nimages == MAX_IMAGES)
+        images_overflowed = true;
+    else
+        images[nimages++] = (struct image){ m->dev, m->inode };
+}
+
+/* Whether M is a piece of an ELF image (a file that is also mapped executable), or may be.
+ * Its read-only pieces are code's data (.rodata: jump tables, constant strings, tables of
+ * function pointers), not the program's input: zeros standing in for a page of it send the
+ * copy down paths no input takes. PostgreSQL's copies, covering the 2.4 MiB read-only piece
+ * of the server's own executable, aborted within pages of their start. */
+static bool is_image(const struct specx_mapping *m)
+{
+    for (unsigned i = 0; i < nimages; i++)
+        if (images[i].inode == m->inode && images[i].dev == m->dev)
+            return true;
+    return images_overflowed;
+}
+
 void specx_fault_speculation_begin(pid_t normal)
 {
     char *buf;
     size_t size;
     program = normal;
-    if (specx_maps_read(&buf, &size) < 0)
+    long len = specx_maps_read(&buf, &size);
+    if (len < 0)
         return;
+    /* An image's executable piece may come before or after its read-only ones: the images
+     * first, then what to cover. The first pass leaves each line NUL-terminated. */
+    struct specx_mapping m;
     for (char *line = buf; *line;) {
-        struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
+        if (m.inode && (m.prot & PROT_EXEC))
+            note_image(&m);
+    }
+    for (char *line = buf; line < buf + len; line += strlen(line) + 1) {
+        specx_maps_parse_line(line, &m);
         /* Still shared after the sandbox: the runtime's own regions. */
-        if (m.inode && !m.shared && specx_fault_eligible(m.prot, m.end - m.start))
+        if (m.inode && !m.shared && specx_fault_eligible(m.prot, m.end - m.start) &&
+            !is_image(&m))
             cover(m.start, m.end, m.offset, m.prot, specx_open_mapped_file(&m));
     }
     munmap(buf, size);
