@@ -576,7 +576,10 @@ _Static_assert(sizeof attempts / sizeof attempts[0] <= MAX_ATTEMPTS, "raise MAX_
 static _Noreturn void run_child(void)
 {
     struct specx_region keep = {report, sizeof *report};
-    report->enter_status = specx_sandbox_enter(&keep, 1, &report->wait_word);
+    bool copied;
+    report->enter_status = specx_sandbox_snapshot(&keep, 1, &copied);
+    if (report->enter_status == 0)
+        report->enter_status = specx_sandbox_seal(&report->wait_word);
     if (report->enter_status == 0) {
         for (int i = 0; i < NATTEMPTS; i++) {
             errno = 0;
@@ -595,7 +598,8 @@ static _Noreturn void run_child(void)
 /* A call through the x32 or i386 ABI must end the process: the filter knows only x86-64. */
 static _Noreturn void run_foreign_abi_child(int i386)
 {
-    if (specx_sandbox_enter(NULL, 0, NULL) != 0)
+    bool copied;
+    if (specx_sandbox_snapshot(NULL, 0, &copied) != 0 || specx_sandbox_seal(NULL) != 0)
         _exit(2);
     if (i386) {
         long ret = 4; /* i386 write(1, LEAK, len) */

@@ -223,6 +223,13 @@ static bool copy_entering(void)
            specx_now_ns() - copy_born_ns < ENTRY_LIMIT_NS;
 }
 
+/* A copy that cannot complete its sandbox ends before it runs any program code. */
+static _Noreturn void fail_to_enter(void)
+{
+    specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
+    _exit(127);
+}
+
 /* In the new process: sever it from the program's life (§4.1.1), then seal it in the sandbox
  * before it runs any program code. Its priority is lowered by the program once it is sealed
  * (demote_copy): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
@@ -247,11 +254,14 @@ static void become_speculative(pid_t program)
     /* The left-out regions are filled from the program only once the copy is sealed: the
      * filter allows userfaultfd (the copy's own memory), and the sandbox would otherwise
      * replace the descriptor with /dev/null like any descriptor it cannot re-open. */
-    if (specx_sandbox_enter(keep, sizeof keep / sizeof keep[0], &specx.ctl->passed) < 0 ||
-        specx_lazy_attach(&lazy_set) < 0) {
-        specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
-        _exit(127);
-    }
+    bool copied_shared = false;
+    if (specx_sandbox_snapshot(keep, sizeof keep / sizeof keep[0], &copied_shared) < 0)
+        fail_to_enter();
+    if (copied_shared)
+        __atomic_store_n(&specx.ctl->snapshot_late, 1, __ATOMIC_RELAXED);
+    specx_control_report_snapshot(specx.ctl, specx.ctl->generation);
+    if (specx_sandbox_seal(&specx.ctl->passed) < 0 || specx_lazy_attach(&lazy_set) < 0)
+        fail_to_enter();
     specx_control_report_ready(specx.ctl, specx.ctl->generation);
     specx_fault_speculation_begin(program);
 }
@@ -337,11 +347,27 @@ static bool own_read_arrived(const struct specx_stall *stall)
     return true;
 }
 
+/* Whether this process's copies take part of their snapshot in the sandbox rather than at
+ * the clone: shared memory that cannot be mapped again privately is copied there (privatize.h),
+ * and what the program writes into it meanwhile tears the copy's view of it. PostgreSQL's
+ * buffer pool is such memory: a backend's copies, made after a wait for readahead while the
+ * backend went on, found buffers the backend had begun reading after the clone and waited for
+ * them (an epoll_wait on a descriptor the sandbox had closed: "epoll_wait() failed", then
+ * abort). Their copies' snapshot is therefore awaited (at most READY_TIMEOUT_NS): the copy
+ * privatizes its shared memory first (sandbox.h) and the program goes on once it has. */
+static bool snapshot_taken_late(void)
+{
+    return __atomic_load_n(&specx.ctl->snapshot_late, __ATOMIC_RELAXED) != 0;
+}
+
 /* Waits for the new process to be sandboxed: until then it shares the program's file offsets,
  * and it should not find them moved. At a stall the wait is preemptible (§5.1): it ends when
- * the program's own read has completed, and the copy finishes entering on its own. */
+ * the program's own read has completed, and the copy finishes entering on its own; but not
+ * before the copy has its snapshot, where that is taken in the sandbox (snapshot_taken_late). */
 static uint32_t wait_ready(const struct specx_stall *stall)
 {
+    if (stall && snapshot_taken_late())
+        specx_control_wait_snapshot(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
     uint64_t start = specx_now_ns();
     for (;;) {
         uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation,

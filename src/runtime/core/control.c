@@ -173,21 +173,46 @@ void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon, uint64_t ne
     }
 }
 
+static void report(uint32_t *word, uint32_t value)
+{
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    futex_wake(word);
+}
+
+/* Waits until WORD holds GENERATION, or `ready` says the process failed, for at most
+ * TIMEOUT_NS; returns what WORD held last. */
+static uint32_t wait_for(struct specx_control *ctl, uint32_t *word, uint32_t generation,
+                         uint64_t timeout_ns)
+{
+    uint64_t deadline = specx_now_ns() + timeout_ns;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        uint64_t now = specx_now_ns();
+        if (seen == generation || seen == SPECX_READY_FAILED || now >= deadline ||
+            __atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE) == SPECX_READY_FAILED)
+            return seen;
+        futex_wait(word, seen, deadline - now);
+    }
+}
+
+void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value)
+{
+    report(&ctl->snapshot, value);
+}
+
+void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns)
+{
+    wait_for(ctl, &ctl->snapshot, generation, timeout_ns);
+}
+
 void specx_control_report_ready(struct specx_control *ctl, uint32_t value)
 {
-    __atomic_store_n(&ctl->ready, value, __ATOMIC_RELEASE);
-    futex_wake(&ctl->ready);
+    report(&ctl->ready, value);
 }
 
 uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
                                   uint64_t timeout_ns)
 {
-    uint64_t deadline = specx_now_ns() + timeout_ns;
-    for (;;) {
-        uint32_t seen = __atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE);
-        uint64_t now = specx_now_ns();
-        if (seen == generation || seen == SPECX_READY_FAILED || now >= deadline)
-            return seen;
-        futex_wait(&ctl->ready, seen, deadline - now);
-    }
+    return wait_for(ctl, &ctl->ready, generation, timeout_ns);
 }

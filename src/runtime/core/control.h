@@ -47,10 +47,14 @@ struct specx_memory_watch {
 
 struct specx_control {
     uint32_t generation; /* bumped by the program before each clone */
+    uint32_t snapshot;   /* futex: generation whose speculative process has its snapshot of
+                            the program's memory (sandbox.h) */
     uint32_t ready;      /* futex: generation whose speculative process is sandboxed and running */
     uint32_t passed;     /* futex: log records below this are no longer outstanding */
     uint32_t parked;     /* the speculative process waits on `passed` */
     uint32_t issued;     /* records written so far (release-stored after the record) */
+    uint32_t snapshot_late; /* set by a copy that had to copy shared memory: its snapshot was
+                               taken in its sandbox, not at the clone (copy.c) */
     struct specx_prefetch_record log[SPECX_LOG_SIZE];
     struct specx_memory_watch memory;
 };
@@ -96,7 +100,11 @@ bool specx_log_pending(const struct specx_control *ctl, uint64_t dev, uint64_t i
                          uint64_t off, uint64_t len);
 
 /* Start-up handshake: the speculative process reports (futex wake), the program waits at
- * most timeout_ns. Returns the value of `ready` seen last. */
+ * most timeout_ns. Returns the value of `ready` seen last. The snapshot is reported the same
+ * way, before `ready`; a wait for it ends too when `ready` says the process failed. */
+void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value);
+void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns);
 void specx_control_report_ready(struct specx_control *ctl, uint32_t value);
 uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
                                   uint64_t timeout_ns);

@@ -163,6 +163,8 @@ int specx_privatize_fds(void)
 
 /* Set by specx_privatize_mappings: see internal_shmem_dev. */
 static dev_t shmem_dev;
+/* Whether copy_over ran since specx_privatize_mappings began. */
+static bool copied_any;
 
 /* Opens PATH read-only if it is the regular file mapped by M. It is looked at before it is
  * opened: opening a device again runs its driver's open. Returns the descriptor or -1. */
@@ -237,6 +239,7 @@ static int copy_over(unsigned long addr, size_t len, int prot, bool sparse)
         specx_raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy == MAP_FAILED)
         return -errno;
+    copied_any = true;
     if (sparse)
         copy_resident_pages(copy, src, len);
     else
@@ -305,9 +308,10 @@ static int privatize_outside(const struct specx_mapping *m, unsigned long start,
     return privatize_range(m, start, end);
 }
 
-int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep)
+int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep, bool *copied)
 {
     shmem_dev = internal_shmem_dev();
+    copied_any = false;
     char *buf = NULL;
     size_t size = 0;
     long len = specx_maps_read(&buf, &size);
@@ -321,5 +325,6 @@ int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep)
             err = privatize_outside(&m, m.start, m.end, keep, nkeep);
     }
     munmap(buf, size);
+    *copied = copied_any;
     return err;
 }

@@ -57,7 +57,10 @@ int specx_privatize_fds(void);
 int specx_open_mapped_file(const struct specx_mapping *m);
 
 /* Replaces every MAP_SHARED mapping except the KEEP regions with a private copy-on-write one at
- * the same address with the same protection and the same content. Returns 0 or -errno. */
-int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep);
+ * the same address with the same protection and the same content. *COPIED says whether some
+ * of it had to be copied (memory that cannot be mapped again privately, such as shared
+ * anonymous memory without CAP_CHECKPOINT_RESTORE): that copy is a snapshot taken now, not at
+ * the clone, so whatever the program wrote there meanwhile is in it. Returns 0 or -errno. */
+int specx_privatize_mappings(const struct specx_region *keep, size_t nkeep, bool *copied);
 
 #endif

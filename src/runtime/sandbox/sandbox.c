@@ -55,8 +55,7 @@ static int volunteer_for_oom_kill(void)
     return err;
 }
 
-int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
-                        const uint32_t *shared_wait)
+int specx_sandbox_snapshot(const struct specx_region *keep, size_t nkeep, bool *copied_shared)
 {
     /* Normally done by the runtime in the parent; here only if it was not. */
     int err = specx_filter_compiled() ? 0 : specx_sandbox_prepare();
@@ -65,12 +64,14 @@ int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
         err = volunteer_for_oom_kill();
     if (err == 0)
         err = forbid_core_dumps();
-    /* First restriction: file pointers copied, shared memory copy-on-write. */
-    if (err == 0)
-        err = specx_privatize_fds();
-    if (err == 0)
-        err = specx_privatize_mappings(keep, nkeep);
-    /* Third restriction: the system-call table, with its open trap handler in place first. */
+    /* Shared memory copy-on-write first: where it must be copied, the copy is the snapshot. */
+    return err ? err : specx_privatize_mappings(keep, nkeep, copied_shared);
+}
+
+int specx_sandbox_seal(const uint32_t *shared_wait)
+{
+    /* File pointers copied; then the system-call table, its open trap handler in place first. */
+    int err = specx_privatize_fds();
     if (err == 0)
         err = specx_open_trap_install();
     return err ? err : specx_filter_load(getpid(), shared_wait);

@@ -4,6 +4,7 @@
 #ifndef SPECX_SANDBOX_H
 #define SPECX_SANDBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,19 +12,24 @@
 
 /* Compiles the system-call filter, once, in the normal process (libseccomp allocates, which a
  * child cloned from a multithreaded program must not do). Call it before the first speculative
- * clone; specx_sandbox_enter calls it itself if nobody did. Idempotent.
+ * clone; specx_sandbox_snapshot calls it itself if nobody did. Idempotent.
  * Returns 0 or -errno. */
 int specx_sandbox_prepare(void);
 
-/* Privatizes file offsets and shared mappings, neutralizes inherited pipes, sockets and
- * terminals, then installs the seccomp filter. Irreversible. Returns 0, or -errno when the
- * sandbox could not be completed: the caller must then _exit at once.
- * SHARED_WAIT is the one futex word, inside a KEEP region, on which the speculative process
- * may wait with a futex the program shares (the horizon's parking word); NULL for none. Every
- * other wait must be process-private: a page of a privatized mapping that the copy has not
- * written yet still has the program's futex key, and a copy waiting there could take a wake-up
- * meant for one of the program's own waiters, which would then sleep for ever. */
-int specx_sandbox_enter(const struct specx_region *keep, size_t nkeep,
-                        const uint32_t *shared_wait);
+/* Entering the sandbox takes two steps, the snapshot, then the seal. Irreversible;
+ * each returns 0, or -errno when the sandbox could not be completed: the caller must then _exit
+ * at once.
+ * The snapshot: first OOM victim, no core dumps, and every shared mapping but the KEEP regions
+ * made private (specx_privatize_mappings; *COPIED_SHARED says whether some had to be copied,
+ * which makes the snapshot of that memory the moment of this call, not of the clone).
+ * The seal: file offsets privatized, inherited pipes, sockets and terminals neutralized, then
+ * the seccomp filter. SHARED_WAIT is the one futex word, inside a KEEP region, on which the
+ * speculative process may wait with a futex the program shares (the horizon's parking word);
+ * NULL for none. Every other wait must be process-private: a page of a privatized mapping that
+ * the copy has not written yet still has the program's futex key, and a copy waiting there
+ * could take a wake-up meant for one of the program's own waiters, which would then sleep for
+ * ever. */
+int specx_sandbox_snapshot(const struct specx_region *keep, size_t nkeep, bool *copied_shared);
+int specx_sandbox_seal(const uint32_t *shared_wait);
 
 #endif
