@@ -435,8 +435,9 @@ static void note_image(const struct specx_mapping *m)
 /* Whether M is a piece of an ELF image (a file that is also mapped executable), or may be.
  * Its read-only pieces are code's data (.rodata: jump tables, constant strings, tables of
  * function pointers), not the program's input: zeros standing in for a page of it send the
- * copy down paths no input takes. PostgreSQL's copies, covering the 2.4 MiB read-only piece
- * of the server's own executable, aborted within pages of their start. */
+ * copy down paths no input takes (PostgreSQL's copies covered the server's 2.4 MiB .rodata; a
+ * program that takes its next file from a table of constants had its copies predict argv[0],
+ * tests/test_fault_speculation.py). */
 static bool is_image(const struct specx_mapping *m)
 {
     for (unsigned i = 0; i < nimages; i++)
