@@ -238,6 +238,21 @@ static void note_why(struct idle_net_queue *q, const char *dev, const char *why)
     snprintf(q->why + len, sizeof q->why - len, "%s%s: %s", len ? "; " : "", dev, why);
 }
 
+/* The qdisc on DEV goes if no live run holds it. */
+static void release(struct nl_sock *sk, const char *dev)
+{
+    char dir[PATH_MAX];
+    registry_dir(dir, sizeof dir, dev);
+    if (live_users(dir) > 0)
+        return;
+    int ifindex = (int)if_nametoindex(dev);
+    if (ifindex)
+        uninstall(sk, ifindex);
+    /* The registry goes with its last entry. */
+    if (rmdir(dir) == 0 && rmdir(REGISTRY) == 0)
+        rmdir("/run/specx-idle");
+}
+
 /* Queues on DEV, or notes why it cannot. */
 static void start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *dev,
                       uint64_t rate_bps)
@@ -261,13 +276,17 @@ static void start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
         return;
     }
     /* Ours but left by runs that are all gone: made anew at this run's rate. */
-    int rc = !ours || live_users(dir) == 0 ? install(sk, ifindex, rate_bps) : 0;
+    bool make = !ours || live_users(dir) == 0;
+    /* Registered before the qdisc is made: a run killed in between leaves an entry that the
+     * next run's sweep finds, never a qdisc that no entry leads to (seen under load). */
+    register_run(dev, true);
+    int rc = make ? install(sk, ifindex, rate_bps) : 0;
     if (rc < 0) {
         note_why(q, dev, nl_geterror(rc));
-        uninstall(sk, ifindex);
+        register_run(dev, false);
+        release(sk, dev);
         return;
     }
-    register_run(dev, true);
     struct idle_net_dev *d = &q->devs[q->n++];
     snprintf(d->name, sizeof d->name, "%s", dev);
     d->rate_bps = rate_bps;
@@ -310,21 +329,6 @@ void idle_net_queue_promote(const struct idle_net_queue *q)
     }
     if (sk)
         nl_socket_free(sk);
-}
-
-/* The qdisc on DEV goes if no live run holds it. */
-static void release(struct nl_sock *sk, const char *dev)
-{
-    char dir[PATH_MAX];
-    registry_dir(dir, sizeof dir, dev);
-    if (live_users(dir) > 0)
-        return;
-    int ifindex = (int)if_nametoindex(dev);
-    if (ifindex)
-        uninstall(sk, ifindex);
-    /* The registry goes with its last entry. */
-    if (rmdir(dir) == 0 && rmdir(REGISTRY) == 0)
-        rmdir("/run/specx-idle");
 }
 
 void idle_net_queue_stop(struct idle_net_queue *q)
