@@ -4,9 +4,9 @@
  * copy runs at SCHED_IDLE (fraser-chang-2003 §4.1.3): beside busy CPUs its exit takes seconds,
  * and the kernel's OOM reaper steps in only after two. Traced, the reaper then found next to
  * nothing to reap (the copy's exit had, it seems, unmapped its pages without freeing them yet),
- * called the copy done, and the OOM killer took the next process in the group: the program. Reaping a victim at once (process_mrelease) from a process that is
- * not starved, and lifting it out of SCHED_IDLE so that what it holds while dying is let go,
- * closes that window. */
+ * called the copy done, and the OOM killer took the next process in the group: the program.
+ * Reaping a victim at once (process_mrelease) from a process that is not starved, and lifting
+ * it out of SCHED_IDLE so that what it holds while dying is let go, closes that window. */
 #ifndef SPECX_KERNEL_OOM_VICTIM_H
 #define SPECX_KERNEL_OOM_VICTIM_H
 
