@@ -442,7 +442,8 @@ int specx_run_main(int argc, char **argv)
     if (!o.report && !o.json && !supervised)
         return become_command(cmd, &o, preload);
     struct report_files files = open_reports(&o);
-    if (run_stats_create(stats, sizeof stats) < 0)
+    int stats_fd = run_stats_create(stats, sizeof stats);
+    if (stats_fd < 0)
         specx_die(126, "cannot create the statistics file: %s", strerror(errno));
 
     forward_signals();
@@ -452,12 +453,12 @@ int specx_run_main(int argc, char **argv)
                             .kind = kind, .supervised = supervised };
     int failure;
     if (run_command(cmd, &o, preload, stats, &r, &failure) < 0) {
-        run_stats_remove(stats);
+        run_stats_remove(stats, stats_fd);
         return failure;
     }
     if (run_stats_load(stats, &r.stats) < 0)
         specx_warn("cannot read the statistics: %s", strerror(errno));
-    run_stats_remove(stats);
+    run_stats_remove(stats, stats_fd);
     write_reports(&o, &files, &r);
     run_stats_free(&r.stats);
     if (r.signal)

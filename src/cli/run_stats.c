@@ -1,5 +1,6 @@
 #include "run_stats.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -7,21 +8,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#define DIR_PREFIX "specx-run-"
 #define STATS_NAME "stats"
+/* The file's name until it is locked: a sweep takes an unlocked `stats` for a dead run's. */
+#define FRESH_NAME "stats.new"
+#define NBASES 2
 
 /* Every process of the run writes its counters through a shared mapping of this file. On a
  * disk file system each first write to a page allocates a block and the file is written back
  * at the end (about 1.7 ms per run here, most of specx's fixed cost); on tmpfs it is memory
  * only. So the file lives in /dev/shm when it can, else in $TMPDIR or /tmp. */
-static int make_private_dir(char *dir, size_t size)
+static void private_dir_bases(const char *bases[NBASES])
 {
     const char *tmp = getenv("TMPDIR");
-    const char *const bases[] = { "/dev/shm", tmp && *tmp ? tmp : "/tmp" };
-    for (size_t i = 0; i < sizeof bases / sizeof *bases; i++) {
-        if ((size_t)snprintf(dir, size, "%s/specx-run-XXXXXX", bases[i]) >= size) {
+    bases[0] = "/dev/shm";
+    bases[1] = tmp && *tmp ? tmp : "/tmp";
+}
+
+static int make_private_dir(char *dir, size_t size)
+{
+    const char *bases[NBASES];
+    private_dir_bases(bases);
+    for (size_t i = 0; i < NBASES; i++) {
+        if ((size_t)snprintf(dir, size, "%s/" DIR_PREFIX "XXXXXX", bases[i]) >= size) {
             errno = ENAMETOOLONG;
             continue;
         }
@@ -31,37 +45,93 @@ static int make_private_dir(char *dir, size_t size)
     return -1;
 }
 
-int run_stats_create(char *path, size_t size)
+/* True if FD is a file of TYPE (S_IFDIR, S_IFREG) that this user owns. */
+static bool owned(int fd, mode_t type)
 {
-    char dir[PATH_MAX];
-    if (make_private_dir(dir, sizeof dir) < 0)
-        return -1;
-    if ((size_t)snprintf(path, size, "%s/" STATS_NAME, dir) >= size) {
-        rmdir(dir);
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    struct specx_stats_header hdr = { SPECX_STATS_MAGIC, SPECX_STATS_MAX_SLOTS, 0 };
-    if (fd < 0 || ftruncate(fd, SPECX_STATS_FILE_SIZE) < 0 ||
-        pwrite(fd, &hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        run_stats_remove(path);
-        errno = err;
-        return -1;
-    }
-    close(fd);
-    return 0;
+    struct stat st;
+    return fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == type && st.st_uid == geteuid();
 }
 
-void run_stats_remove(const char *path)
+/* Removes directory NAME of BASE_FD if it is ours and its statistics file is not locked: its
+ * run is dead. Links are not followed; O_NONBLOCK: a FIFO there must not hang the run. */
+static void remove_if_dead(int base_fd, const char *name)
+{
+    int dir = openat(base_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return;
+    int fd = owned(dir, S_IFDIR) ?
+        openat(dir, STATS_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+    /* Leftover processes of the dead run may still map the file: unlinked, it stays theirs. */
+    if (fd >= 0 && owned(fd, S_IFREG) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        unlinkat(dir, STATS_NAME, 0) == 0)
+        unlinkat(base_fd, name, AT_REMOVEDIR);
+    if (fd >= 0)
+        close(fd);
+    close(dir);
+}
+
+/* A run killed outright (SIGKILL) cannot remove its directory, which would stay in memory for
+ * good: each run removes those of dead runs. One readdir of each base. */
+static void sweep_dead_runs(void)
+{
+    const char *bases[NBASES];
+    private_dir_bases(bases);
+    for (size_t i = 0; i < NBASES; i++) {
+        DIR *d = opendir(bases[i]);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strncmp(e->d_name, DIR_PREFIX, strlen(DIR_PREFIX)) == 0)
+                remove_if_dead(dirfd(d), e->d_name);
+        closedir(d);
+    }
+}
+
+/* The statistics file, made at FRESH and renamed PATH once locked. Its descriptor, or -1. */
+static int create_locked(const char *fresh, const char *path)
+{
+    int fd = open(fresh, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    struct specx_stats_header hdr = { SPECX_STATS_MAGIC, SPECX_STATS_MAX_SLOTS, 0 };
+    if (fd >= 0 && flock(fd, LOCK_EX) == 0 && ftruncate(fd, SPECX_STATS_FILE_SIZE) == 0 &&
+        pwrite(fd, &hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr && rename(fresh, path) == 0)
+        return fd;
+    int err = errno;
+    if (fd >= 0) {
+        unlink(fresh);
+        close(fd);
+    }
+    errno = err;
+    return -1;
+}
+
+int run_stats_create(char *path, size_t size)
+{
+    char dir[PATH_MAX], fresh[PATH_MAX];
+    sweep_dead_runs();
+    if (make_private_dir(dir, sizeof dir) < 0)
+        return -1;
+    int fd = -1;
+    if ((size_t)snprintf(path, size, "%s/" STATS_NAME, dir) >= size ||
+        (size_t)snprintf(fresh, sizeof fresh, "%s/" FRESH_NAME, dir) >= sizeof fresh)
+        errno = ENAMETOOLONG;
+    else
+        fd = create_locked(fresh, path);
+    if (fd < 0) {
+        int err = errno;
+        rmdir(dir);
+        errno = err;
+    }
+    return fd;
+}
+
+void run_stats_remove(const char *path, int fd)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     unlink(path);
     rmdir(dirname(dir));
+    close(fd); /* the lock goes last: a sweep never sees the file unlocked under its name */
 }
 
 static void add_counters(struct specx_stats_slot *sum, const struct specx_stats_slot *s)

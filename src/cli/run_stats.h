@@ -15,12 +15,14 @@ struct run_stats {
     struct specx_stats_slot total;  /* counters summed over procs */
 };
 
-/* Creates a statistics file in a new private directory; path receives its name. */
+/* Creates a statistics file in a new private directory (first removing those of dead runs);
+ * path receives its name. Returns a descriptor to keep open until run_stats_remove: its lock
+ * tells the other runs' sweeps that this run lives. -1 on error. */
 int run_stats_create(char *path, size_t size);
 /* Reads it (a snapshot: leftover processes may still be counting). */
 int run_stats_load(const char *path, struct run_stats *out);
-/* Removes the file and its directory. */
-void run_stats_remove(const char *path);
+/* Removes the file and its directory, then closes FD, run_stats_create's descriptor. */
+void run_stats_remove(const char *path, int fd);
 void run_stats_free(struct run_stats *s);
 
 /* Derived figures of Table 2. */
