@@ -1,6 +1,7 @@
 """specx run: what the program sees passes through untouched (exit status, signals, standard
 streams, environment, children), and the statistics report what happened. No timing asserts:
 performance is the benchmarks' business."""
+import contextlib
 import json
 import os
 import pathlib
@@ -11,6 +12,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -349,6 +351,57 @@ def test_report_and_json_shape(specx, tmp_path):
     assert total["reads"] == sum(p["reads"] for p in report["processes"]) >= 1
     cat = next(p for p in report["processes"] if p["argv0"] == "cat")
     assert "ended" in cat["flags"] and cat["reads"] >= 1 and cat["elapsed_ns"] > 0
+
+
+# ---- the statistics file's private directory ----
+
+@contextlib.contextmanager
+def run_holding_its_stats(tmp_path, name):
+    """A `specx run --json` (it makes a statistics directory) of a program that tells the path
+    of its statistics file, then sleeps: yields (specx run's Popen, the directory). Its process
+    group is killed at the end: the program outlives a specx run killed outright."""
+    said = tmp_path / f"{name}.stats-path"
+    code = ("import os, sys, time\n"
+            "open(sys.argv[1], 'w').write(os.environ['SPECX_STATS'])\n"
+            "time.sleep(60)\n")
+    run = subprocess.Popen([SPECX_CMD, "run", "--json", tmp_path / f"{name}.json", "--",
+                            PY, "-c", code, said], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (said.exists() and said.read_text().endswith("/stats")):
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        directory = pathlib.Path(said.read_text()).parent
+        assert directory.name.startswith("specx-run-")
+        yield run, directory
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+
+
+def test_the_next_run_removes_a_killed_runs_statistics_directory(specx, tmp_path):
+    """specx run killed outright (SIGKILL) cannot remove its directory, in memory: the next run
+    that makes one does, although the dead run's program still maps the file."""
+    with run_holding_its_stats(tmp_path, "killed") as (run, directory):
+        try:
+            run.kill()
+            run.wait()
+            assert (directory / "stats").exists()
+            proc, _ = run_json(tmp_path, "true")
+            assert proc.returncode == 0
+            assert not directory.exists()
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_live_runs_statistics_directory_is_left_alone(specx, tmp_path):
+    with run_holding_its_stats(tmp_path, "live") as (run, directory):
+        proc, _ = run_json(tmp_path, "true")
+        assert proc.returncode == 0 and (directory / "stats").exists()
+        run.send_signal(signal.SIGTERM)  # passed to the program: the run ends as it does
+        assert run.wait(timeout=60) == -signal.SIGTERM
+        assert not directory.exists()
 
 
 # ---- cold data (root: slowfs, drop_caches) ----
