@@ -1,8 +1,12 @@
 /* See dirty_bound.h. */
 #include "dirty_bound.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +14,7 @@
 #include "group_fds.h"
 #include "ioprio.h"
 #include "memcg.h"
+#include "priority.h"
 
 /* True if descriptor FD of PID is open for writing. */
 static bool open_for_writing(pid_t pid, int fd)
@@ -19,66 +24,107 @@ static bool open_for_writing(pid_t pid, int fd)
     return specx_fd_info(pid, fd, &pos, &flags) && (flags & O_ACCMODE) != O_RDONLY;
 }
 
-/* Starts write-back of what a regular file the background has open for writing holds, and
- * counts it in *ARG. The file is opened anew through /proc (read-only: sync_file_range
- * needs no more), so none of the background's own descriptors is touched. */
+/* Starts write-back of the regular file the link PATH names (D: a struct idle_dirty). Regular
+ * files only, checked before the open: opening a device can do things. Read-only:
+ * sync_file_range needs no more. */
+static bool start_write_back(const char *path, void *d)
+{
+    const struct idle_isolation *iso = ((const struct idle_dirty *)d)->isolation;
+    char upper[PATH_MAX];
+    if (iso && idle_isolation_upper_path(iso, path, upper, sizeof upper))
+        path = upper;
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    bool started = sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) == 0;
+    close(fd);
+    return started;
+}
+
+struct pass {
+    struct idle_dirty *d;
+    unsigned files;
+};
+
+/* A file the background has open for writing, opened anew through /proc, so that none of the
+ * background's own descriptors is touched; counted in the pass ARG. */
 static void flush_file(pid_t pid, int fd, const char *target, void *arg)
 {
+    struct pass *p = arg;
     if (target[0] != '/' || !open_for_writing(pid, fd))
         return;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
-    /* Regular files only, checked before the open: opening a device can do things. */
-    struct stat st;
-    if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-        return;
-    int own = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (own < 0)
-        return;
-    if (sync_file_range(own, 0, 0, SYNC_FILE_RANGE_WRITE) == 0)
-        ++*(unsigned *)arg;
-    close(own);
+    p->files += start_write_back(path, p->d);
 }
 
-static unsigned flush_group(const struct specx_cgroup *mem)
+static unsigned flush_group(struct idle_dirty *d)
 {
-    unsigned files = 0;
-    specx_cgroup_each_fd(mem, flush_file, &files);
-    return files;
+    struct pass p = { d, 0 };
+    specx_cgroup_each_fd(d->mem, flush_file, &p);
+    return p.files;
 }
 
-/* The thread's requests carry its own class (the block layer takes an unset bio priority from
- * the submitting task), so the write-back it starts waits for the foreground's I/O. */
+/* The thread works for the background, so at its priority: idle CPU, and the idle I/O class,
+ * whose requests wait for the foreground's (the block layer takes an unset bio priority from
+ * the submitting task). It starts write-back of the files the background has open when a
+ * sample asks, and, while the background has more than a little unwritten data, of the files
+ * it wrote and closed (closed_files.h) as soon as they are closed. */
 static void *flusher(void *arg)
 {
     struct idle_dirty *d = arg;
-    specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
-    pthread_mutex_lock(&d->lock);
-    while (!d->quit) {
-        if (!d->asked) {
-            pthread_cond_wait(&d->wake, &d->lock);
-            continue;
-        }
+    idle_priority_lower_self();
+    struct pollfd fds[2] = { { .fd = d->wake_fd, .events = POLLIN },
+                             { .fd = idle_closed_fd(d->closed), .events = POLLIN } };
+    for (;;) {
+        uint64_t count;
+        poll(fds, 2, -1);
+        if (read(d->wake_fd, &count, sizeof count) < 0 && errno != EAGAIN)
+            break;
+        idle_closed_collect(d->closed);
+        pthread_mutex_lock(&d->lock);
+        bool quit = d->quit, asked = d->asked, flushing = d->flushing;
         d->asked = false;
         pthread_mutex_unlock(&d->lock);
-        unsigned files = flush_group(d->mem);
+        if (quit)
+            break;
+        unsigned closed = flushing ? idle_closed_each(d->closed, start_write_back, d) : 0;
+        unsigned open = asked ? flush_group(d) : 0;
         pthread_mutex_lock(&d->lock);
-        d->files_flushed += files;
-        d->passes++;
-        d->last_pass_files = files;
+        d->files_flushed += closed + open;
+        d->closed_flushed += closed;
+        if (asked) {
+            d->passes++;
+            d->last_pass_files = open + (unsigned)(d->closed_flushed - d->closed_at_pass);
+            d->closed_at_pass = d->closed_flushed;
+        }
+        pthread_mutex_unlock(&d->lock);
     }
-    pthread_mutex_unlock(&d->lock);
     return NULL;
 }
 
+/* Wakes the thread (a sample asked for write-back, or it must end). */
+static void wake_flusher(struct idle_dirty *d)
+{
+    uint64_t one = 1;
+    if (write(d->wake_fd, &one, sizeof one) < 0)
+        return; /* the counter is full: the thread has wakeups pending anyway */
+}
+
 void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
+                      struct idle_closed *closed, const struct idle_isolation *isolation,
                       struct idle_hold *hold, uint64_t bound, uint64_t now_ns)
 {
-    *d = (struct idle_dirty){ .mem = mem, .hold = hold, .bound = bound, .enabled = true,
+    *d = (struct idle_dirty){ .mem = mem, .closed = closed, .isolation = isolation,
+                              .hold = hold, .bound = bound, .enabled = true,
                               .due_ns = now_ns, .watch_fd = -1, .can_watch = true };
     pthread_mutex_init(&d->lock, NULL);
-    pthread_cond_init(&d->wake, NULL);
-    d->thread_started = bound && pthread_create(&d->thread, NULL, flusher, d) == 0;
+    d->wake_fd = bound ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
+    d->closed_watched = idle_closed_fd(closed) >= 0;
+    d->thread_started = d->wake_fd >= 0 && pthread_create(&d->thread, NULL, flusher, d) == 0;
 }
 
 static void set_held(struct idle_dirty *d, bool held, uint64_t now_ns)
@@ -90,6 +136,9 @@ static void set_held(struct idle_dirty *d, bool held, uint64_t now_ns)
     if (held) {
         d->holds++;
         d->held_since_ns = now_ns;
+        pthread_mutex_lock(&d->lock);
+        d->passes_at_hold = d->passes;
+        pthread_mutex_unlock(&d->lock);
     } else {
         d->held_ns += now_ns - d->held_since_ns;
     }
@@ -147,22 +196,25 @@ void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns, bool memory_sampled)
         return;
     bool fired = watch_fired(d);
     bool due = d->resting ? fired || memory_sampled : now_ns >= d->due_ns;
-    uint64_t dirty;
-    if (!due || !specx_memcg_dirty(d->mem, &dirty))
+    uint64_t dirty, writeback;
+    if (!due || !specx_memcg_dirty(d->mem, &dirty, &writeback))
         return;
     d->samples++;
     if (dirty > d->peak_bytes)
         d->peak_bytes = dirty;
     pthread_mutex_lock(&d->lock);
-    bool flushable = d->passes == 0 || d->last_pass_files > 0;
+    bool flushable = idle_dirty_hold_helps(d->held, d->passes == 0 || d->last_pass_files > 0,
+                                           d->passes > d->passes_at_hold, writeback);
     pthread_mutex_unlock(&d->lock);
     struct idle_dirty_step step = idle_dirty_decide(d->held, dirty, d->bound, flushable);
     set_held(d, step.hold, now_ns);
-    if (step.flush && d->thread_started) {
+    if (d->thread_started) {
         pthread_mutex_lock(&d->lock);
-        d->asked = true;
-        pthread_cond_signal(&d->wake);
+        d->asked = step.flush;
+        d->flushing = step.flush;
         pthread_mutex_unlock(&d->lock);
+        if (step.flush)
+            wake_flusher(d);
     }
     /* Memory use moved a window: a writer may be starting, sampled at once again. */
     d->due_ns = now_ns + (fired ? IDLE_DIRTY_FAST_NS : step.next_ns);
@@ -189,9 +241,14 @@ void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns)
     if (d->thread_started) {
         pthread_mutex_lock(&d->lock);
         d->quit = true;
-        pthread_cond_signal(&d->wake);
         pthread_mutex_unlock(&d->lock);
+        wake_flusher(d);
         pthread_join(d->thread, NULL);
         d->thread_started = false;
     }
+    if (d->wake_fd >= 0)
+        close(d->wake_fd);
+    d->wake_fd = -1;
+    d->closed_dropped = d->closed->dropped;
+    idle_closed_stop(d->closed);
 }

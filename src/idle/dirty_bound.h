@@ -10,10 +10,14 @@
 #include <stdint.h>
 
 #include "cgroup.h"
+#include "closed_files.h"
 #include "hold.h"
+#include "isolation.h"
 
 struct idle_dirty {
     const struct specx_cgroup *mem; /* the background's memory group */
+    struct idle_closed *closed;     /* the files it wrote and closed (the thread's) */
+    const struct idle_isolation *isolation; /* NULL: no directory isolated */
     struct idle_hold *hold;
     uint64_t bound;                 /* bytes; 0: none */
     bool enabled, held;
@@ -23,20 +27,29 @@ struct idle_dirty {
     bool resting, can_watch;
     int watch_fd;
     uint64_t calm_since_ns;         /* little unwritten data since; 0: not now */
-    /* The thread that starts write-back, woken when there is some to start. */
+    /* The thread that starts write-back, woken through WAKE_FD (an eventfd) when a sample asks
+     * for a pass over the files open for writing, and by closes while FLUSHING. */
     pthread_t thread;
     bool thread_started;
+    int wake_fd;
     pthread_mutex_t lock;
-    pthread_cond_t wake;
-    bool asked, quit;
+    bool asked, flushing, quit;
     uint64_t passes;                /* write-back passes done */
-    unsigned last_pass_files;       /* files the last one found open for writing */
+    unsigned last_pass_files;       /* files the last one wrote back: open, or closed since */
+    uint64_t closed_flushed;        /* closed files written back */
+    uint64_t closed_at_pass;        /* closed_flushed at the last pass */
+    uint64_t passes_at_hold;        /* passes when the hold began */
     /* What it did, for the report. */
     uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed, samples;
+    bool closed_watched;            /* closes were seen (else left to the flushers) */
+    uint64_t closed_dropped;        /* closes seen but not kept (closed_files.h) */
 };
 
-/* Starts bounding the background in memory group MEM to BOUND bytes (0: only reports). */
+/* Starts bounding the background in memory group MEM to BOUND bytes (0: only reports). CLOSED
+ * tells which files it closed (its fd may be -1: then those are left to the flushers);
+ * ISOLATION, where the data of files in isolated directories is. */
 void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
+                      struct idle_closed *closed, const struct idle_isolation *isolation,
                       struct idle_hold *hold, uint64_t bound, uint64_t now_ns);
 
 /* A sample, if one is due at NOW_NS (MEMORY_SAMPLED: the memory control sampled just now),

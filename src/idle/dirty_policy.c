@@ -17,3 +17,9 @@ struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bou
     step.rest = !step.hold && !step.flush;
     return step;
 }
+
+bool idle_dirty_hold_helps(bool held, bool last_pass_wrote, bool pass_since_hold,
+                           uint64_t writeback)
+{
+    return held ? !pass_since_hold || writeback > 0 : last_pass_wrote;
+}

@@ -130,6 +130,23 @@ void idle_isolation_watch(struct idle_isolation *iso, pid_t pid)
     }
 }
 
+bool idle_isolation_upper_path(const struct idle_isolation *iso, const char *link, char *out,
+                               size_t size)
+{
+    char path[PATH_MAX], upper[PATH_MAX];
+    const char *rel;
+    ssize_t len = readlink(link, path, sizeof path - 1);
+    if (len < 0)
+        return false;
+    path[len] = '\0';
+    long i = idle_path_within(path, (char (*)[4096])iso->dirs, iso->n, &rel);
+    if (i < 0)
+        return false;
+    idle_upper_dir(upper, sizeof upper, iso->state, (unsigned)i);
+    int n = snprintf(out, size, "%s/%s", upper, rel);
+    return n > 0 && (size_t)n < size;
+}
+
 void idle_isolation_drain(struct idle_isolation *iso)
 {
     if (iso->watch_fd >= 0)

@@ -54,6 +54,12 @@ void idle_isolation_watch(struct idle_isolation *iso, pid_t pid);
 /* Takes in what it opened since the last call (the descriptor is iso->watch_fd). */
 void idle_isolation_drain(struct idle_isolation *iso);
 
+/* Where the data of the file that LINK (a /proc/.../fd/N link) names is, if the command sees it
+ * in an isolated directory: its copy in the upper layer, whose pages the overlay's own file does
+ * not reach (sync_file_range on that writes nothing). False if LINK is elsewhere. */
+bool idle_isolation_upper_path(const struct idle_isolation *iso, const char *link, char *out,
+                               size_t size);
+
 /* At the command's exit: validates and commits, discards or asks, per MODE, then removes the
  * run's state (unless a failed commit's journal must stay to finish it). Sets iso->outcome. */
 void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode);

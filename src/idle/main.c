@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -42,6 +44,7 @@ struct idle {
     struct idle_memory memory;
     uint64_t memory_due_ns;  /* its next sample */
     struct idle_dirty dirty;
+    struct idle_closed closed; /* the files the command closes; the dirty bound's once started */
     struct idle_isolation isolation;
     struct idle_network network;
     pid_t pid;
@@ -82,6 +85,11 @@ static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
         snprintf(what, sizeof what, "cannot isolate %s", failed);
         child_fail(status_fd, 1, what, errno);
     }
+    /* The files it closes are watched on mounts of its own (closed_files.h); they follow the
+     * machine's (a slave namespace): it sees every mount made or removed outside. Where none
+     * can be had, those files are left to the kernel's flushers. */
+    if (!s->opt.nisolate && s->opt.dirty_max_bytes && unshare(CLONE_NEWNS) == 0)
+        mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL);
     /* Ready: our side starts watching what the command opens, then lets it go. */
     char go;
     if (write(status_fd, "", 1) != 1 || read(go_fd, &go, 1) != 1)
@@ -119,6 +127,8 @@ static int start_command(struct idle *s, int *code, char *err, size_t errsize)
     if (n == 1 && err[0] == '\0') {
         if (s->opt.nisolate)
             idle_isolation_watch(&s->isolation, s->pid);
+        if (s->opt.dirty_max_bytes)
+            idle_closed_watch(&s->closed, s->pid);
         n = write(go[1], "", 1) == 1 ? read(status[0], err, errsize - 1) : -1;
     } else if (n == 1) {
         ssize_t more = read(status[0], err + 1, errsize - 2);
@@ -357,6 +367,7 @@ int main(int argc, char **argv)
     char err[4200];
     specx_set_progname("specx idle");
     s.isolation.watch_fd = -1;
+    s.closed.fd = -1;
     if (idle_options_parse(argc, argv, time(NULL), &s.opt, err, sizeof err) < 0) {
         specx_warn("%s", err);
         return 2;
@@ -387,6 +398,7 @@ int main(int argc, char **argv)
     start_network(&s);
     int code = 1;
     if (start_command(&s, &code, err, sizeof err) < 0) {
+        idle_closed_stop(&s.closed);
         idle_groups_destroy(&s.groups);
         stop_network(&s);
         idle_isolation_abandon(&s.isolation);
@@ -396,7 +408,8 @@ int main(int argc, char **argv)
     s.pidfd = (int)syscall(SYS_pidfd_open, s.pid, 0);
     s.hold.freeze = s.groups.freeze;
     idle_memory_start(&s.memory, &s.groups, &s.hold, specx_now_ns());
-    idle_dirty_start(&s.dirty, &s.groups.mem.cg, &s.hold, s.opt.dirty_max_bytes,
+    idle_dirty_start(&s.dirty, &s.groups.mem.cg, &s.closed,
+                     s.opt.nisolate ? &s.isolation : NULL, &s.hold, s.opt.dirty_max_bytes,
                      specx_now_ns());
     struct rusage usage = { 0 };
     int status = supervise(&s, &usage);

@@ -44,6 +44,18 @@ bool idle_pathset_has(const struct idle_pathset *s, const char *path)
     return s->n && bsearch(&path, s->paths, s->n, sizeof *s->paths, compare) != NULL;
 }
 
+long idle_path_within(const char *path, char (*dirs)[4096], size_t n, const char **rel)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(dirs[i]);
+        if (strncmp(path, dirs[i], len) == 0 && (path[len] == '/' || path[len] == '\0')) {
+            *rel = path + len + (path[len] == '/');
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
 void idle_pathset_free(struct idle_pathset *s)
 {
     for (size_t i = 0; i < s->n; i++)

@@ -20,4 +20,8 @@ void idle_pathset_sort(struct idle_pathset *s);
 bool idle_pathset_has(const struct idle_pathset *s, const char *path);
 void idle_pathset_free(struct idle_pathset *s);
 
+/* The index of the directory of DIRS[0..N) that PATH is in (or is), and in *REL the rest of PATH
+ * ("" for the directory itself); -1 if none. */
+long idle_path_within(const char *path, char (*dirs)[4096], size_t n, const char **rel);
+
 #endif

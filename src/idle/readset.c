@@ -40,14 +40,7 @@ static long relative_to(int fd, char (*dirs)[4096], size_t n, const char **rel, 
     if (len < 0)
         return -1;
     buf[len] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t dlen = strlen(dirs[i]);
-        if (strncmp(buf, dirs[i], dlen) == 0 && (buf[dlen] == '/' || buf[dlen] == '\0')) {
-            *rel = buf + dlen + (buf[dlen] == '/');
-            return (long)i;
-        }
-    }
-    return -1;
+    return idle_path_within(buf, dirs, n, rel);
 }
 
 void idle_readset_drain(int fd, char (*dirs)[4096], size_t n, struct idle_pathset *opened,

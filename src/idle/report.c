@@ -195,11 +195,14 @@ int idle_report_json(const char *file, const struct idle_run *run)
     const struct idle_dirty *d = run->dirty;
     fprintf(f, "  \"disk\": {\"class\": \"idle\", \"blocks_read\": %ld, \"blocks_written\": %ld, "
                "\"dirty_bound_bytes\": %llu, \"dirty_peak_bytes\": %llu, \"dirty_holds\": %llu, "
-               "\"dirty_held_s\": %.6f, \"files_flushed\": %llu, \"dirty_samples\": %llu},\n",
+               "\"dirty_held_s\": %.6f, \"files_flushed\": %llu, \"closed_files_watched\": %s, "
+               "\"closed_files_flushed\": %llu, \"closed_files_dropped\": %llu, "
+               "\"dirty_samples\": %llu},\n",
             run->usage.ru_inblock, run->usage.ru_oublock, (unsigned long long)d->bound,
             (unsigned long long)d->peak_bytes, (unsigned long long)d->holds,
             (double)d->held_ns / 1e9, (unsigned long long)d->files_flushed,
-            (unsigned long long)d->samples);
+            d->closed_watched ? "true" : "false", (unsigned long long)d->closed_flushed,
+            (unsigned long long)d->closed_dropped, (unsigned long long)d->samples);
     json_memory(f, run->memory);
     json_network(f, run->network);
     if (run->isolation)

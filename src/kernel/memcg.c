@@ -153,17 +153,18 @@ bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults)
     return ok;
 }
 
-bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes)
+bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *unwritten, uint64_t *writeback)
 {
     /* One read of memory.stat for both: this is sampled every few milliseconds. */
     char text[8192];
-    uint64_t dirty = 0, writeback = 0;
+    uint64_t dirty = 0;
     bool v1 = is_v1(cg);
+    *writeback = 0;
     if (specx_cgroup_read(cg, "memory.stat", text, sizeof text) <= 0)
         return false;
     bool ok = specx_kfile_key_u64(text, v1 ? "total_dirty" : "file_dirty", &dirty);
-    specx_kfile_key_u64(text, v1 ? "total_writeback" : "file_writeback", &writeback);
-    *bytes = dirty + writeback;
+    specx_kfile_key_u64(text, v1 ? "total_writeback" : "file_writeback", writeback);
+    *unwritten = dirty + *writeback;
     return ok;
 }
 

@@ -52,8 +52,9 @@ bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *
 bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults);
 
 /* CG's dirty page cache and what of it is being written back, in bytes, counting its
- * descendants (v1 dirty + writeback, v2 file_dirty + file_writeback). False if unreadable. */
-bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *bytes);
+ * descendants (v1 dirty + writeback, v2 file_dirty + file_writeback), in *UNWRITTEN, and the
+ * part being written back in *WRITEBACK. False if unreadable. */
+bool specx_memcg_dirty(const struct specx_cgroup *cg, uint64_t *unwritten, uint64_t *writeback);
 
 /* An eventfd (non-blocking, close-on-exec) that becomes readable when CG's memory use leaves
  * [BELOW, ABOVE] (BELOW 0: no lower edge): v1's usage thresholds (cgroup.event_control on

@@ -40,9 +40,20 @@ static void little_data_rests_until_memory_use_moves(void)
 
 static void data_only_the_flushers_can_write_holds_nothing(void)
 {
-    /* The last pass found no file open for writing: what is left is in closed files. */
+    /* Holding would not bring it down (idle_dirty_hold_helps): it is let go, and written. */
     struct idle_dirty_step s = idle_dirty_decide(true, 64 * MiB, 32 * MiB, false);
     CHECK(!s.hold && s.flush && s.next_ns == IDLE_DIRTY_FAST_NS);
+}
+
+static void a_hold_lasts_while_its_write_back_does(void)
+{
+    CHECK(idle_dirty_hold_helps(false, true, false, 0));
+    CHECK(!idle_dirty_hold_helps(false, false, false, 0));
+    /* Held: the first pass is waited for, then data being written back. */
+    CHECK(idle_dirty_hold_helps(true, false, false, 0));
+    CHECK(idle_dirty_hold_helps(true, true, true, 1 << 20));
+    /* Nothing on its way: what is left only the flushers write, whatever the pass found. */
+    CHECK(!idle_dirty_hold_helps(true, true, true, 0));
 }
 
 int main(void)
@@ -52,5 +63,6 @@ int main(void)
     write_back_starts_early_and_sampling_quickens();
     little_data_rests_until_memory_use_moves();
     data_only_the_flushers_can_write_holds_nothing();
+    a_hold_lasts_while_its_write_back_does();
     return check_status();
 }
