@@ -243,9 +243,10 @@ def test_files_written_and_closed_are_bounded_too(specx, clean, tmp_path, disk_d
 def test_a_writer_in_an_isolated_directory_is_not_held_for_the_flushers(specx, clean, tmp_path,
                                                                        disk_dir):
     """Its files are the overlay's: their data is in the upper layer, which write-back of the
-    overlay's file does not reach, and their closes cannot be watched (no file handles). Held
-    until the kernel's flushers wrote them, it was frozen 30 s at a time (a 128 MiB dd took
-    92 s). Now a hold lasts while write-back of its data is under way."""
+    overlay's file does not reach, and an overlay gives fanotify no file handles. Held until
+    the kernel's flushers wrote them, it was frozen 30 s at a time (a 128 MiB dd took 92 s).
+    Now their copies in the upper layer are written back, and a hold lasts while that is
+    under way."""
     report = tmp_path / "r.json"
     writer = f"cd {disk_dir} && for i in $(seq 256); do head -c 524288 /dev/zero > f$i; done"
     proc = run_specx("idle", "--isolate", disk_dir, "--commit", "never", "--dirty-max", "8M",
@@ -255,6 +256,9 @@ def test_a_writer_in_an_isolated_directory_is_not_held_for_the_flushers(specx, c
     # One wait for the flushers is 30 s (their expiry): the old build waited several.
     assert disk["dirty_held_s"] < 30, disk
     assert list(disk_dir.iterdir()) == []
+    assert disk["closed_files_flushed"] >= 1, disk
+    # Unbounded, all 128 MiB stay unwritten (as they did when only the flushers wrote them).
+    assert disk["dirty_peak_bytes"] < 96 << 20, disk
 
 
 @pytest.mark.root

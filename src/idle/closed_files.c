@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -56,6 +57,13 @@ static struct idle_closed_mount *mount_of(const struct idle_closed *c, __kernel_
     return NULL;
 }
 
+/* Adds fanotify group FD to those polled through C->fd. */
+static bool poll_group(struct idle_closed *c, int fd)
+{
+    struct epoll_event e = { .events = EPOLLIN, .data.fd = fd };
+    return epoll_ctl(c->fd, EPOLL_CTL_ADD, fd, &e) == 0;
+}
+
 /* Marks the mount at DIR of the background's namespace and remembers its file system (once:
  * a handle opens through any mount of it). False if it cannot be watched (a file system
  * without file handles): its files are left to the flushers. */
@@ -65,7 +73,8 @@ static bool watch_mount(struct idle_closed *c, const char *dir)
     struct statfs st;
     if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, dir) >= (int)sizeof path ||
         statfs(path, &st) < 0 ||
-        fanotify_mark(c->fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD, path) < 0)
+        fanotify_mark(c->handles_fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD,
+                      path) < 0)
         return false;
     __kernel_fsid_t fsid;
     memcpy(&fsid, &st.f_fsid, sizeof fsid);
@@ -83,6 +92,22 @@ static bool watch_mount(struct idle_closed *c, const char *dir)
     return true;
 }
 
+/* Marks the overlay of an isolated directory at DIR, whose events come with a descriptor
+ * (opened read-only, without blocking on a FIFO). */
+static void watch_isolated(struct idle_closed *c, const char *dir)
+{
+    char path[PATH_MAX];
+    if (c->isolated_fd < 0) {
+        c->isolated_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK,
+                                       O_RDONLY | O_NONBLOCK | O_LARGEFILE | O_CLOEXEC);
+        if (c->isolated_fd < 0 || !poll_group(c, c->isolated_fd))
+            return;
+    }
+    if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, dir) < (int)sizeof path)
+        fanotify_mark(c->isolated_fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD,
+                      path);
+}
+
 /* True if PID's mount namespace is another than ours. */
 static bool has_own_namespace(pid_t pid)
 {
@@ -93,9 +118,11 @@ static bool has_own_namespace(pid_t pid)
            (theirs.st_ino != ours.st_ino || theirs.st_dev != ours.st_dev);
 }
 
-int idle_closed_watch(struct idle_closed *c, pid_t pid)
+int idle_closed_watch(struct idle_closed *c, pid_t pid, const struct idle_isolation *isolation)
 {
-    *c = (struct idle_closed){ .fd = -1, .pid = pid };
+    *c = (struct idle_closed)IDLE_CLOSED_NONE;
+    c->pid = pid;
+    c->isolation = isolation;
     if (!has_own_namespace(pid)) {
         errno = EINVAL;
         return -1;
@@ -104,9 +131,10 @@ int idle_closed_watch(struct idle_closed *c, pid_t pid)
     snprintf(path, sizeof path, "/proc/%d/mounts", (int)pid);
     FILE *mounts = setmntent(path, "re");
     c->files = malloc(RING_FILES * sizeof *c->files);
-    c->fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
-                          O_RDONLY | O_LARGEFILE | O_CLOEXEC);
-    if (!mounts || !c->files || c->fd < 0) {
+    c->fd = epoll_create1(EPOLL_CLOEXEC);
+    c->handles_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
+                                  O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+    if (!mounts || !c->files || c->fd < 0 || c->handles_fd < 0 || !poll_group(c, c->handles_fd)) {
         int err = errno;
         if (mounts)
             endmntent(mounts);
@@ -117,8 +145,9 @@ int idle_closed_watch(struct idle_closed *c, pid_t pid)
     struct mntent m;
     char line[2 * PATH_MAX];
     while (getmntent_r(mounts, &m, line, sizeof line))
-        if (!holds_no_written_data(m.mnt_type))
-            watch_mount(c, m.mnt_dir);
+        if (!holds_no_written_data(m.mnt_type) && !watch_mount(c, m.mnt_dir) && isolation &&
+            strcmp(m.mnt_type, "overlay") == 0)
+            watch_isolated(c, m.mnt_dir);
     endmntent(mounts);
     if (c->nmounts == 0) {
         idle_closed_stop(c);
@@ -133,23 +162,62 @@ int idle_closed_fd(const struct idle_closed *c)
     return c->fd;
 }
 
-/* Adds the file an event's handle names to the ring, if it has room and the handle fits. */
+/* The ring's next free place, or NULL (counted as dropped) if it is full. A place is taken
+ * by counting it in (c->nfiles++) once filled. */
+static struct idle_closed_file *free_place(struct idle_closed *c)
+{
+    if (c->nfiles < RING_FILES)
+        return &c->files[(c->first + c->nfiles) % RING_FILES];
+    c->dropped++;
+    return NULL;
+}
+
+/* Adds the file an event's handle names to the ring. */
 static void remember(struct idle_closed *c, const struct fanotify_event_info_fid *fid)
 {
     const struct file_handle *h = (const void *)fid->handle;
-    if (c->nfiles == RING_FILES || h->handle_bytes > HANDLE_BYTES) {
+    struct idle_closed_file *f = free_place(c);
+    if (!f)
+        return;
+    if (h->handle_bytes > HANDLE_BYTES) {
         c->dropped++;
         return;
     }
-    struct idle_closed_file *f = &c->files[(c->first + c->nfiles++) % RING_FILES];
     f->fsid = fid->fsid;
     memcpy(f->handle, h, sizeof *h + h->handle_bytes);
+    c->nfiles++;
+}
+
+/* Adds the copy in the upper layer of the isolated file an event's descriptor FD is open on. */
+static void remember_isolated(struct idle_closed *c, int fd)
+{
+    char link[64], upper[PATH_MAX];
+    struct statfs st;
+    int mount_id;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    struct idle_closed_file *f = free_place(c);
+    if (!f || !idle_isolation_upper_path(c->isolation, link, upper, sizeof upper) ||
+        statfs(upper, &st) < 0)
+        return;
+    struct file_handle *h = (struct file_handle *)f->handle;
+    h->handle_bytes = HANDLE_BYTES;
+    if (name_to_handle_at(AT_FDCWD, upper, h, &mount_id, 0) < 0) {
+        c->dropped++;
+        return;
+    }
+    memcpy(&f->fsid, &st.f_fsid, sizeof f->fsid);
+    c->nfiles++;
 }
 
 static void take_event(struct idle_closed *c, const struct fanotify_event_metadata *m)
 {
     if (m->mask & FAN_Q_OVERFLOW) {
         c->dropped++;
+        return;
+    }
+    if (m->fd >= 0) {
+        remember_isolated(c, m->fd);
+        close(m->fd);
         return;
     }
     const char *info = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
@@ -163,16 +231,20 @@ static void take_event(struct idle_closed *c, const struct fanotify_event_metada
     }
 }
 
-void idle_closed_collect(struct idle_closed *c)
+static void collect_from(struct idle_closed *c, int fd)
 {
-    if (c->fd < 0)
-        return;
     char events[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
     ssize_t len;
-    while ((len = read(c->fd, events, sizeof events)) > 0)
+    while (fd >= 0 && (len = read(fd, events, sizeof events)) > 0)
         for (struct fanotify_event_metadata *m = (void *)events; FAN_EVENT_OK(m, len);
              m = FAN_EVENT_NEXT(m, len))
             take_event(c, m);
+}
+
+void idle_closed_collect(struct idle_closed *c)
+{
+    collect_from(c, c->handles_fd);
+    collect_from(c, c->isolated_fd);
 }
 
 /* An O_PATH descriptor of the file F names (nothing is opened for reading or writing: the
@@ -212,11 +284,13 @@ unsigned idle_closed_each(struct idle_closed *c, bool (*visit)(const char *path,
 
 void idle_closed_stop(struct idle_closed *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
+    const int fds[] = { c->fd, c->handles_fd, c->isolated_fd };
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     for (size_t i = 0; i < c->nmounts; i++)
         free(c->mounts[i].dir);
     free(c->mounts);
     free(c->files);
-    *c = (struct idle_closed){ .fd = -1 };
+    *c = (struct idle_closed)IDLE_CLOSED_NONE;
 }

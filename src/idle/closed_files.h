@@ -7,7 +7,9 @@
  * background's own mount namespace, so that no one else's closes are seen and no close of the
  * foreground's makes an event. Events come as file handles (FAN_REPORT_FID): nothing is opened
  * and no mount is kept busy until a file is written back, and a file is kept as a few bytes of
- * handle until then. */
+ * handle until then. Overlays give no handles: on those of --isolate (private to the
+ * background) events come with a descriptor, and the file is kept as the handle of its copy
+ * in the upper layer, where its data is. */
 #ifndef IDLE_CLOSED_FILES_H
 #define IDLE_CLOSED_FILES_H
 
@@ -16,11 +18,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "isolation.h"
+
 struct idle_closed_mount;
 struct idle_closed_file;
 
 struct idle_closed {
-    int fd;                           /* fanotify; -1: not watched */
+    int fd;                           /* to poll: both below; -1: not watched */
+    int handles_fd, isolated_fd;      /* fanotify with file handles, on the overlays; or -1 */
+    const struct idle_isolation *isolation;
     pid_t pid;                        /* the background's first process: its namespace */
     struct idle_closed_mount *mounts; /* one per file system watched */
     size_t nmounts;
@@ -29,10 +35,14 @@ struct idle_closed {
     uint64_t dropped;                 /* files the ring had no room for, or events lost */
 };
 
+/* Nothing watched (what idle_closed_stop leaves). */
+#define IDLE_CLOSED_NONE { .fd = -1, .handles_fd = -1, .isolated_fd = -1 }
+
 /* Watches closes after writes on the mounts of process PID's mount namespace, which must be
- * its own (the caller's own would show everyone's closes). -1 with errno if it cannot; then
- * the files the background closes are left to the kernel's flushers. */
-int idle_closed_watch(struct idle_closed *c, pid_t pid);
+ * its own (the caller's own would show everyone's closes), and on the overlays of ISOLATION
+ * (NULL: none). -1 with errno if it cannot; then the files the background closes are left to
+ * the kernel's flushers. */
+int idle_closed_watch(struct idle_closed *c, pid_t pid, const struct idle_isolation *isolation);
 
 /* The descriptor to poll for new closes, or -1. */
 int idle_closed_fd(const struct idle_closed *c);

@@ -128,7 +128,7 @@ static int start_command(struct idle *s, int *code, char *err, size_t errsize)
         if (s->opt.nisolate)
             idle_isolation_watch(&s->isolation, s->pid);
         if (s->opt.dirty_max_bytes)
-            idle_closed_watch(&s->closed, s->pid);
+            idle_closed_watch(&s->closed, s->pid, s->opt.nisolate ? &s->isolation : NULL);
         n = write(go[1], "", 1) == 1 ? read(status[0], err, errsize - 1) : -1;
     } else if (n == 1) {
         ssize_t more = read(status[0], err + 1, errsize - 2);
@@ -367,7 +367,7 @@ int main(int argc, char **argv)
     char err[4200];
     specx_set_progname("specx idle");
     s.isolation.watch_fd = -1;
-    s.closed.fd = -1;
+    s.closed = (struct idle_closed)IDLE_CLOSED_NONE;
     if (idle_options_parse(argc, argv, time(NULL), &s.opt, err, sizeof err) < 0) {
         specx_warn("%s", err);
         return 2;
