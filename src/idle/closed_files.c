@@ -162,27 +162,28 @@ int idle_closed_fd(const struct idle_closed *c)
     return c->fd;
 }
 
-/* The ring's next free place, or NULL (counted as dropped) if it is full. A place is taken
- * by counting it in (c->nfiles++) once filled. */
+/* The ring's next free place; in a full ring the oldest file's, which is left to the
+ * flushers (counted as dropped). A place is taken by counting it in (c->nfiles++) once
+ * filled. */
 static struct idle_closed_file *free_place(struct idle_closed *c)
 {
-    if (c->nfiles < RING_FILES)
-        return &c->files[(c->first + c->nfiles) % RING_FILES];
-    c->dropped++;
-    return NULL;
+    if (c->nfiles == RING_FILES) {
+        c->first = (c->first + 1) % RING_FILES;
+        c->nfiles--;
+        c->dropped++;
+    }
+    return &c->files[(c->first + c->nfiles) % RING_FILES];
 }
 
 /* Adds the file an event's handle names to the ring. */
 static void remember(struct idle_closed *c, const struct fanotify_event_info_fid *fid)
 {
     const struct file_handle *h = (const void *)fid->handle;
-    struct idle_closed_file *f = free_place(c);
-    if (!f)
-        return;
     if (h->handle_bytes > HANDLE_BYTES) {
         c->dropped++;
         return;
     }
+    struct idle_closed_file *f = free_place(c);
     f->fsid = fid->fsid;
     memcpy(f->handle, h, sizeof *h + h->handle_bytes);
     c->nfiles++;
@@ -195,10 +196,10 @@ static void remember_isolated(struct idle_closed *c, int fd)
     struct statfs st;
     int mount_id;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    struct idle_closed_file *f = free_place(c);
-    if (!f || !idle_isolation_upper_path(c->isolation, link, upper, sizeof upper) ||
+    if (!idle_isolation_upper_path(c->isolation, link, upper, sizeof upper) ||
         statfs(upper, &st) < 0)
         return;
+    struct idle_closed_file *f = free_place(c);
     struct file_handle *h = (struct file_handle *)f->handle;
     h->handle_bytes = HANDLE_BYTES;
     if (name_to_handle_at(AT_FDCWD, upper, h, &mount_id, 0) < 0) {
