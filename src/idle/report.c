@@ -48,6 +48,10 @@ static void disk_row(FILE *out, const struct idle_run *run)
     int n = snprintf(what, sizeof what, "%ld blocks read, %ld written; unwritten data peak "
                      "%.1f MiB", run->usage.ru_inblock, run->usage.ru_oublock,
                      (double)d->peak_bytes / MIB);
+    if (d->files_flushed)
+        n += snprintf(what + n, sizeof what - (size_t)n, ", %llu files written back by specx "
+                      "idle (%llu after their close)", (unsigned long long)d->files_flushed,
+                      (unsigned long long)d->closed_flushed);
     if (d->holds)
         snprintf(what + n, sizeof what - (size_t)n, ", held %llu time%s (%.2f s)",
                  (unsigned long long)d->holds, d->holds == 1 ? "" : "s",
