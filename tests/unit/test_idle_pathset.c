@@ -1,8 +1,11 @@
-/* Sets of paths (src/idle/pathset.c): what the command read, sorted once, looked up often. */
+/* Sets of paths (src/idle/pathset.c): what the command read, sorted once, looked up often; and
+ * which isolated directory a path is in. */
+#include <string.h>
+
 #include "check.h"
 #include "pathset.h"
 
-int main(void)
+static void a_set_is_sorted_once_and_looked_up(void)
 {
     struct idle_pathset s = { 0 };
     CHECK(!idle_pathset_has(&s, "a"));
@@ -15,5 +18,21 @@ int main(void)
     CHECK(!idle_pathset_has(&s, "b"));
     idle_pathset_free(&s);
     CHECK(s.n == 0 && !s.paths);
+}
+
+static void a_path_is_within_a_directory_only_at_a_separator(void)
+{
+    static char dirs[2][4096] = { "/srv/a", "/srv/b" };
+    const char *rel = NULL;
+    CHECK(idle_path_within("/srv/b/x/y", dirs, 2, &rel) == 1 && strcmp(rel, "x/y") == 0);
+    CHECK(idle_path_within("/srv/a", dirs, 2, &rel) == 0 && strcmp(rel, "") == 0);
+    CHECK(idle_path_within("/srv/ab/x", dirs, 2, &rel) == -1);
+    CHECK(idle_path_within("/srv", dirs, 2, &rel) == -1);
+}
+
+int main(void)
+{
+    a_set_is_sorted_once_and_looked_up();
+    a_path_is_within_a_directory_only_at_a_separator();
     return check_status();
 }
