@@ -14,6 +14,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "proc_path.h"
+
 /* Closes remembered between two write-backs; older ones are left to the flushers (they have
  * had the longest to write them). A handle of ext4 or xfs takes 8-20 bytes. */
 #define RING_FILES 4096
@@ -57,6 +59,13 @@ static struct idle_closed_mount *mount_of(const struct idle_closed *c, __kernel_
     return NULL;
 }
 
+/* DIR as the background sees it, from our side: through /proc/PID/root. False if too long. */
+static bool inside(const struct idle_closed *c, const char *dir, char path[PATH_MAX])
+{
+    int n = snprintf(path, PATH_MAX, "/proc/%d/root%s", (int)c->pid, dir);
+    return n > 0 && n < PATH_MAX;
+}
+
 /* Adds fanotify group FD to those polled through C->fd. */
 static bool poll_group(struct idle_closed *c, int fd)
 {
@@ -71,8 +80,7 @@ static bool watch_mount(struct idle_closed *c, const char *dir)
 {
     char path[PATH_MAX];
     struct statfs st;
-    if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, dir) >= (int)sizeof path ||
-        statfs(path, &st) < 0 ||
+    if (!inside(c, dir, path) || statfs(path, &st) < 0 ||
         fanotify_mark(c->handles_fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD,
                       path) < 0)
         return false;
@@ -103,7 +111,7 @@ static void watch_isolated(struct idle_closed *c, const char *dir)
         if (c->isolated_fd < 0 || !poll_group(c, c->isolated_fd))
             return;
     }
-    if (snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, dir) < (int)sizeof path)
+    if (inside(c, dir, path))
         fanotify_mark(c->isolated_fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_CLOSE_WRITE, AT_FDCWD,
                       path);
 }
@@ -192,10 +200,10 @@ static void remember(struct idle_closed *c, const struct fanotify_event_info_fid
 /* Adds the copy in the upper layer of the isolated file an event's descriptor FD is open on. */
 static void remember_isolated(struct idle_closed *c, int fd)
 {
-    char link[64], upper[PATH_MAX];
+    char link[SPECX_PROC_FD_PATH_MAX], upper[PATH_MAX];
     struct statfs st;
     int mount_id;
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    specx_proc_fd_path(link, fd);
     if (!idle_isolation_upper_path(c->isolation, link, upper, sizeof upper) ||
         statfs(upper, &st) < 0)
         return;
@@ -254,8 +262,7 @@ static int open_file(const struct idle_closed *c, struct idle_closed_file *f)
 {
     const struct idle_closed_mount *m = mount_of(c, f->fsid);
     char path[PATH_MAX];
-    if (!m || snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, m->dir) >=
-                  (int)sizeof path)
+    if (!m || !inside(c, m->dir, path))
         return -1;
     /* The mount's descriptor only names the file system: it is closed at once, so that no
      * mount stays busy for someone's umount. */
@@ -275,8 +282,8 @@ unsigned idle_closed_each(struct idle_closed *c, bool (*visit)(const char *path,
         int fd = open_file(c, &c->files[c->first]);
         if (fd < 0)
             continue;
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        char path[SPECX_PROC_FD_PATH_MAX];
+        specx_proc_fd_path(path, fd);
         taken += visit(path, arg);
         close(fd);
     }

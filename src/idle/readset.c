@@ -9,6 +9,8 @@
 #include <sys/fanotify.h>
 #include <unistd.h>
 
+#include "proc_path.h"
+
 int idle_readset_watch(pid_t pid, char (*dirs)[4096], size_t n)
 {
     /* An unlimited queue (root only): a lost event would make the read set incomplete. */
@@ -34,8 +36,8 @@ int idle_readset_watch(pid_t pid, char (*dirs)[4096], size_t n)
 static long relative_to(int fd, char (*dirs)[4096], size_t n, const char **rel, char *buf,
                         size_t size)
 {
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    char link[SPECX_PROC_FD_PATH_MAX];
+    specx_proc_fd_path(link, fd);
     ssize_t len = readlink(link, buf, size - 1);
     if (len < 0)
         return -1;
