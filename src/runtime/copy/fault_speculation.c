@@ -421,11 +421,18 @@ static struct image { dev_t dev; unsigned long inode; } images[MAX_IMAGES];
 static unsigned nimages;
 static bool images_overflowed;
 
-static void note_image(const struct specx_mapping *m)
+static bool noted_image(const struct specx_mapping *m)
 {
     for (unsigned i = 0; i < nimages; i++)
         if (images[i].inode == m->inode && images[i].dev == m->dev)
-            return;
+            return true;
+    return false;
+}
+
+static void note_image(const struct specx_mapping *m)
+{
+    if (noted_image(m))
+        return;
     if (nimages == MAX_IMAGES)
         images_overflowed = true;
     else
@@ -440,10 +447,7 @@ static void note_image(const struct specx_mapping *m)
  * tests/test_fault_speculation.py). */
 static bool is_image(const struct specx_mapping *m)
 {
-    for (unsigned i = 0; i < nimages; i++)
-        if (images[i].inode == m->inode && images[i].dev == m->dev)
-            return true;
-    return images_overflowed;
+    return noted_image(m) || images_overflowed;
 }
 
 void specx_fault_speculation_begin(pid_t normal)
