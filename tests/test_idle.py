@@ -420,6 +420,23 @@ def test_changes_are_invisible_until_the_commit_applies_them(specx, clean, tmp_p
 
 
 @pytest.mark.root
+def test_a_directory_on_another_file_system_is_committed(specx, clean, tmp_path):
+    """The upper directory is under /var/tmp; DIR here is a tmpfs of its own (as /tmp is on
+    many systems), where copy_file_range from the upper copy refuses (EXDEV)."""
+    d = tmp_path / "d"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "specx-test", d], check=True)
+    try:
+        (d / "sub").mkdir()
+        (d / "sub" / "b").write_text("b\n")
+        proc = isolated(tmp_path, f"echo new > {d}/c; echo changed > {d}/sub/b")
+        assert proc.returncode == 0, proc.stderr
+        assert (d / "c").read_text() == "new\n" and (d / "sub" / "b").read_text() == "changed\n"
+    finally:
+        subprocess.run(["umount", "-l", d], check=True)
+
+
+@pytest.mark.root
 def test_commit_never_shows_the_changes_and_applies_none(specx, clean, tmp_path, tree):
     before = listing(tree)
     proc = isolated(tmp_path, CHANGES.format(d=tree), "--commit", "never")

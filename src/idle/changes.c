@@ -210,6 +210,32 @@ static void copy_status(int fd, const struct stat *st)
     futimens(fd, (struct timespec[2]){ st->st_atim, st->st_mtim });
 }
 
+/* LEFT bytes from IN to OUT. copy_file_range works within one file system (and between some
+ * of one type); the upper directory is under /var/tmp, DIR may be anywhere (a tmpfs /tmp):
+ * there it refuses (EXDEV), and the bytes go through a buffer. */
+static int copy_bytes(int in, int out, off_t left)
+{
+    bool in_kernel = true;
+    char buf[65536];
+    while (left > 0) {
+        ssize_t n = in_kernel ? copy_file_range(in, NULL, out, NULL, (size_t)left, 0) : -1;
+        if (n < 0 && in_kernel && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
+                                   errno == ENOSYS)) {
+            in_kernel = false;
+            continue;
+        }
+        if (!in_kernel) {
+            n = read(in, buf, sizeof buf);
+            if (n > 0 && write(out, buf, (size_t)n) != n)
+                n = -1;
+        }
+        if (n <= 0)
+            return -1;
+        left -= n;
+    }
+    return 0;
+}
+
 /* A copy of the upper file FROM at TMP, synced: the rename that follows publishes it whole. */
 static int copy_file(const char *from, const char *tmp)
 {
@@ -218,13 +244,7 @@ static int copy_file(const char *from, const char *tmp)
         return -1;
     struct stat st;
     int out = fstat(in, &st) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    int rc = out < 0 ? -1 : 0;
-    for (off_t left = st.st_size; rc == 0 && left > 0;) {
-        ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-        if (n <= 0)
-            rc = -1;
-        left -= n;
-    }
+    int rc = out < 0 ? -1 : copy_bytes(in, out, st.st_size);
     if (rc == 0) {
         copy_status(out, &st);
         rc = fsync(out);
