@@ -127,23 +127,6 @@ static bool v2_can_delegate(const struct specx_cgroup *cg, const char *controlle
     return specx_cgroup_write(cg, "cgroup.subtree_control", request) == 0;
 }
 
-/* The root of CG's hierarchy: its mount point. */
-static int hierarchy_root(const char *controller, struct specx_cgroup *root)
-{
-    char mounts[MOUNTS_SIZE];
-    bool v1;
-    if (specx_kfile_read("/proc/self/mounts", mounts, sizeof mounts) < 0)
-        return -1;
-    const char *mount = specx_cgroup_mount_in(mounts, controller, &v1);
-    if (!mount || strlen(mount) >= sizeof root->dir) {
-        errno = ENOENT;
-        return -1;
-    }
-    root->version = v1 ? SPECX_CG_V1 : SPECX_CG_V2;
-    strcpy(root->dir, mount);
-    return 0;
-}
-
 /* Core v2 files need no controller: only real controllers must be delegated. */
 static bool is_v2_core(const char *controller)
 {
@@ -151,17 +134,35 @@ static bool is_v2_core(const char *controller)
            strcmp(controller, SPECX_CG_CORE) == 0;
 }
 
+bool specx_cgroup_parent(const struct specx_cgroup *cg, struct specx_cgroup *parent)
+{
+    /* Only a hierarchy's root lacks v2's cgroup.type; only a v1 root has cgroup.sane_behavior. */
+    char text[32];
+    bool root = cg->version == SPECX_CG_V2
+                    ? specx_cgroup_read(cg, "cgroup.type", text, sizeof text) < 0
+                    : specx_cgroup_read(cg, "cgroup.sane_behavior", text, sizeof text) >= 0;
+    char *slash = strrchr(cg->dir, '/');
+    if (root || !slash || slash == cg->dir)
+        return false;
+    *parent = *cg;
+    parent->dir[slash - cg->dir] = '\0';
+    return true;
+}
+
 int specx_cgroup_parent_for(const char *controller, struct specx_cgroup *parent)
 {
     if (specx_cgroup_of(0, controller, parent) < 0)
         return -1;
-    if (parent->version == SPECX_CG_V1 || is_v2_core(controller) ||
-        v2_can_delegate(parent, controller))
+    if (parent->version == SPECX_CG_V1 || is_v2_core(controller))
         return 0;
-    if (hierarchy_root(controller, parent) < 0)
-        return -1;
-    if (v2_can_delegate(parent, controller))
-        return 0;
+    /* The nearest group up from our own that may have CONTROLLER for its children: under it,
+     * the limits of the groups above still hold (a systemd slice's MemoryMax, a job's group);
+     * the root only when nothing nearer can (v2's "no internal processes" rule refuses it
+     * below any group that holds processes, as our own usually does). */
+    do {
+        if (v2_can_delegate(parent, controller))
+            return 0;
+    } while (specx_cgroup_parent(parent, parent));
     errno = ENOTSUP;
     return -1;
 }

@@ -43,10 +43,13 @@ const char *specx_cgroup_mount_in(char *buf, const char *controller, bool *v1);
  * (freezing and PSI are core v2 files). 0, or -1 with errno (ENOENT: no such hierarchy). */
 int specx_cgroup_of(pid_t pid, const char *controller, struct specx_cgroup *cg);
 
+/* CG's parent group in *PARENT (may be CG itself); false if CG is its hierarchy's root. */
+bool specx_cgroup_parent(const struct specx_cgroup *cg, struct specx_cgroup *parent);
+
 /* Where new groups with CONTROLLER can be made: on v1 the caller's own group; on v2 the
- * caller's own group if CONTROLLER can be enabled below it (v2 forbids controllers below a
- * group that holds processes, which one's own group usually does), else the hierarchy's root.
- * 0, or -1 with errno. */
+ * nearest group from the caller's own up to the hierarchy's root below which CONTROLLER can
+ * be enabled (v2 forbids controllers below a group that holds processes, which one's own group
+ * usually does). 0, or -1 with errno (ENOTSUP: no group up to the root can). */
 int specx_cgroup_parent_for(const char *controller, struct specx_cgroup *parent);
 
 /* Makes the group PARENT/NAME (NAME may not contain '/'), enabling CONTROLLER (if not NULL)

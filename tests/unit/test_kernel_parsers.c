@@ -1,9 +1,13 @@
 /* The kernel layer's pure parsers (src/kernel): which cgroup a process is in, where each
  * hierarchy is mounted, "key value" files, pressure files and whether a process is being killed, on
- * texts as the kernel writes them. */
+ * texts as the kernel writes them; and a group's parent, on a tree of directories laid out as
+ * cgroupfs lays out its files. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "check.h"
@@ -118,6 +122,41 @@ static void test_proc_status_killed(void)
     CHECK(!specx_oom_victim_status_killed("no such lines"));
 }
 
+static void touch(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+/* Which group is a hierarchy's root: on v2 the one without cgroup.type, on v1 the one with
+ * cgroup.sane_behavior. */
+static void test_cgroup_parent(void)
+{
+    char root[] = "/tmp/specx-unit-cgroup-XXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    struct specx_cgroup leaf = { SPECX_CG_V2, "" }, up, top;
+    snprintf(leaf.dir, sizeof leaf.dir, "%s/slice", root);
+    mkdir(leaf.dir, 0755);
+    touch(leaf.dir, "cgroup.type");
+    strcat(leaf.dir, "/scope");
+    mkdir(leaf.dir, 0755);
+    touch(leaf.dir, "cgroup.type");
+    CHECK(specx_cgroup_parent(&leaf, &up) && strcmp(strrchr(up.dir, '/'), "/slice") == 0);
+    CHECK(specx_cgroup_parent(&up, &top) && strcmp(top.dir, root) == 0);
+    CHECK(!specx_cgroup_parent(&top, &up)); /* the root: no cgroup.type */
+    struct specx_cgroup v1 = { SPECX_CG_V1, "" };
+    snprintf(v1.dir, sizeof v1.dir, "%s/slice/scope", root);
+    touch(root, "cgroup.sane_behavior");
+    CHECK(specx_cgroup_parent(&v1, &v1) && specx_cgroup_parent(&v1, &v1));
+    CHECK(strcmp(v1.dir, root) == 0 && !specx_cgroup_parent(&v1, &up));
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
     test_cgroup_v1_line_wins();
@@ -128,5 +167,6 @@ int main(void)
     test_psi();
     test_proc_stat_cpu();
     test_proc_status_killed();
+    test_cgroup_parent();
     return check_status();
 }
