@@ -46,9 +46,9 @@ static bool machine_reclaimed(struct idle_memory *m)
 
 /* True (and the counters moved on) if the foreground stalled on memory since the last call:
  * the machine's own reclaim ran (it counts no group's reclaim at its own limit), charges hit
- * the limit of the memory group we run in, which the background shares (its charges included:
- * what it takes there is taken from the foreground), or, where that group is a v2 group of
- * its own, its tasks stalled beyond the background's own stalls. Not the machine's PSI: it
+ * the limit of the memory group the background's was made in (its charges included: what it
+ * takes there is taken from whoever else is in it), or, where that is a v2 group below the
+ * root, its tasks stalled beyond the background's own stalls. Not the machine's PSI: it
  * counts every task stalled at any group's own limit, which nothing the background gives
  * back can relieve. */
 static bool foreground_pressure(struct idle_memory *m)
@@ -70,13 +70,13 @@ static bool foreground_pressure(struct idle_memory *m)
     return pressure;
 }
 
-/* Our own v2 group, if it is not the hierarchy's root (whose PSI is the machine's): the
- * background's PSI group is made below it, so its stalls include the background's. */
-static bool own_v2_group(struct specx_cgroup *cg)
+/* The group the background's PSI group was made in, if that is a v2 group below the
+ * hierarchy's root (whose PSI is the machine's): its stalls include the background's. */
+static bool psi_domain(const struct specx_cgroup *bg, struct specx_cgroup *domain)
 {
-    char type[32];
-    return specx_cgroup_of(0, SPECX_CG_CORE, cg) == 0 && cg->version == SPECX_CG_V2 &&
-           specx_cgroup_read(cg, "cgroup.type", type, sizeof type) > 0;
+    struct specx_cgroup above;
+    return bg->version == SPECX_CG_V2 && specx_cgroup_parent(bg, domain) &&
+           specx_cgroup_parent(domain, &above);
 }
 
 static uint64_t machine_memory(void)
@@ -92,12 +92,14 @@ void idle_memory_start(struct idle_memory *m, const struct idle_groups *g, struc
                                .total_bytes = machine_memory() };
     /* Without a PSI of the background's own, its stalls at its own limit would read as the
      * foreground's, and every shrink would call for the next. */
-    m->psi_usable = g->psi && own_v2_group(&m->psi_domain) &&
+    m->psi_usable = g->psi && psi_domain(g->psi, &m->psi_domain) &&
                     read_psi_some(&m->psi_domain, &m->psi_domain_us) &&
                     read_psi_some(g->psi, &m->psi_bg_us);
     m->machine_psi = read_psi_some(NULL, &m->machine_stall_us);
     specx_memcg_machine_reclaim(&m->pgscan);
-    if (specx_memcg_of(0, &m->domain) == 0) {
+    /* The background's memory is charged to the groups above its own: a limit hit there is
+     * one that what it gives back relieves. */
+    if (specx_cgroup_parent(&g->mem.cg, &m->domain)) {
         uint64_t limit = specx_memcg_limit(&m->domain);
         m->domain_limited = limit > 0 && specx_memcg_limit_hits(&m->domain, &m->domain_hits);
         if (m->domain_limited && limit < m->total_bytes)

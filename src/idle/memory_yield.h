@@ -21,14 +21,15 @@ struct idle_memory {
     struct idle_yield_state state;
     bool enabled;
     /* What pressure is read from (docs/DESIGN.md §8, Memory). */
-    bool psi_usable;            /* our v2 group's PSI and the background's own: the difference
+    bool psi_usable;            /* the v2 group above the background's and the background's
+                                   own PSI: the difference
                                    is time the foreground stalled while the background did not */
     struct specx_cgroup psi_domain;
     uint64_t psi_domain_us, psi_bg_us;
     uint64_t pgscan;            /* the machine's own reclaim */
     bool machine_psi;           /* the machine's PSI gates the read of pgscan */
     uint64_t machine_stall_us;
-    struct specx_cgroup domain; /* the memory group we run in, which the background shares */
+    struct specx_cgroup domain; /* the memory group the background's was made in */
     bool domain_limited;
     uint64_t domain_hits;
     uint64_t total_bytes;       /* what the background may grow back to */
