@@ -33,10 +33,31 @@ uint64_t specx_memcg_limit(const struct specx_cgroup *cg)
     return limit >= NO_LIMIT ? 0 : limit;
 }
 
+int specx_memcg_limiting(pid_t pid, struct specx_cgroup *cg)
+{
+    if (specx_memcg_of(pid, cg) < 0)
+        return -1;
+    /* A limit holds for every group below (v2, and v1 since use_hierarchy became the only
+     * mode): a systemd slice's MemoryMax binds the scopes in it. */
+    struct specx_cgroup at = *cg;
+    uint64_t least = UINT64_MAX;
+    do {
+        uint64_t limit = specx_memcg_limit(&at);
+        if (!limit)
+            continue;
+        uint64_t usage = specx_memcg_usage(&at), room = usage < limit ? limit - usage : 0;
+        if (room < least) {
+            least = room;
+            *cg = at;
+        }
+    } while (specx_cgroup_parent(&at, &at));
+    return 0;
+}
+
 uint64_t specx_memcg_self_limit(void)
 {
     struct specx_cgroup cg;
-    return specx_memcg_of(0, &cg) == 0 ? specx_memcg_limit(&cg) : 0;
+    return specx_memcg_limiting(0, &cg) == 0 ? specx_memcg_limit(&cg) : 0;
 }
 
 /* BYTES as a limit file wants it: 0 is "no limit" ("-1" on v1, "max" on v2). */

@@ -14,12 +14,17 @@
 /* The memory cgroup of PID (0: this process). 0, or -1 with errno. */
 int specx_memcg_of(pid_t pid, struct specx_cgroup *cg);
 
+/* The memory group whose limit bounds PID (0: this process): of its own group and those above
+ * it, the one with a limit that leaves the least room (usage closest to limit); its own group
+ * if none has a limit. 0, or -1 with errno. */
+int specx_memcg_limiting(pid_t pid, struct specx_cgroup *cg);
+
 /* CG's hard limit in bytes (v1 memory.limit_in_bytes, v2 memory.max), 0 for none. */
 uint64_t specx_memcg_limit(const struct specx_cgroup *cg);
 
-/* The limit of this process's own memory cgroup (0 for none or no memory cgroup). Read anew
- * at each call (a harness may move the program after it started): callers keep it. Safe in
- * the speculative process. */
+/* The limit that bounds this process (specx_memcg_limiting; 0 for none or no memory cgroup).
+ * Read anew at each call (a harness may move the program after it started): callers keep it.
+ * Safe in the speculative process. */
 uint64_t specx_memcg_self_limit(void);
 
 /* Sets CG's hard limit; 0 removes it. */

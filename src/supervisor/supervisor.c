@@ -34,7 +34,7 @@ void supervisor_init(struct supervisor *s, pid_t pid, unsigned horizon)
     s->copy.oc = (struct outside_copy){ .pidfd = -1, .listener = -1 };
     s->copy.counts = &s->counts.served;
     s->counts.enabled = outside_copy_prepare() == 0;
-    if (specx_memcg_of(pid, &s->memcg) == 0)
+    if (specx_memcg_limiting(pid, &s->memcg) == 0)
         s->memcg_limit = specx_memcg_limit(&s->memcg);
     specx_trust_reset();
     specx_backoff_reset();

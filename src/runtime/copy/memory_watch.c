@@ -72,7 +72,7 @@ static void begin_interval(struct specx_memory_watch *w, struct reading r, uint6
 /* The first interval of this process: find its memory cgroup, start counting. */
 static void start_watching(struct specx_memory_watch *w, uint64_t now)
 {
-    w->have_group = specx_memcg_of(0, &w->group) == 0;
+    w->have_group = specx_memcg_limiting(0, &w->group) == 0;
     w->limited = w->have_group && specx_memcg_limit(&w->group) != 0;
     specx_memctl_init(&w->policy);
     begin_interval(w, read_now(w), now);
