@@ -617,10 +617,12 @@ def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, 
                   f"time.sleep(1)\n"
                   f"pathlib.Path('{tmp_path}/done').touch()\n")
     with memcg.limited(f"specx-test-idle-{uuid.uuid4().hex[:8]}", 160 << 20) as group:
+        # In leaves of the group, as in a systemd slice: on v2 the background's group can then
+        # be made below the limited one, which holds no process itself.
         idle = subprocess.Popen([str(SPECX), "idle", "--json", report, "--", "sh", "-c",
-                                 background], preexec_fn=group.add, stderr=subprocess.PIPE,
-                                text=True)
-        fg = subprocess.run([PY, "-c", foreground], preexec_fn=group.add, timeout=120)
+                                 background], preexec_fn=group.leaf("idle").add,
+                                stderr=subprocess.PIPE, text=True)
+        fg = subprocess.run([PY, "-c", foreground], preexec_fn=group.leaf("fg").add, timeout=120)
         _, err = idle.communicate(timeout=120)
     assert fg.returncode == 0  # the foreground was not killed
     assert idle.returncode == 0, err

@@ -97,6 +97,10 @@ def test_v2_hierarchy_is_found_and_memory_delegated(tmp_path):
     with memcg.limited("run", 64 * MiB, hierarchy) as group:
         assert (root / "run" / "memory.max").read_text() == str(64 * MiB)
         assert group.version == memcg.V2
+        # Processes go in a leaf, so that groups with controllers can be made beside them.
+        leaf = group.leaf("fg")
+        assert leaf.path == str(root / "run" / "fg") and (root / "run" / "fg").is_dir()
+        assert group.leaf("fg").path == leaf.path
         (root / "run" / "memory.max").unlink()  # cgroupfs's rmdir takes the files along
     assert not (root / "run").exists()
 

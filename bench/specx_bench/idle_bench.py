@@ -279,7 +279,8 @@ def progress_of(proc, pid, sig):
 def start_background(mode, setup, report):
     """The BG in MODE, once it is ready; returns it and its worker's pid."""
     group = setup["group"]
-    return start_worker(background_argv(mode, setup, report), group.add if group else None)
+    return start_worker(background_argv(mode, setup, report),
+                        group.leaf("bg").add if group else None)
 
 
 def start_worker(argv, preexec=None):
@@ -335,7 +336,8 @@ def run_pair(mode, setup, out_dir):
         fg_started, started = time.time(), time.monotonic()
         with pressure_onset(group) as onset:
             fg = subprocess.run([*setup["wrap"], *setup["fg"]], capture_output=True, text=True,
-                                preexec_fn=group.add if group else None, timeout=600)
+                                preexec_fn=group.leaf("fg").add if group else None,
+                                timeout=600)
         fg_seconds = time.monotonic() - started
         if fg.returncode != 0:
             raise RuntimeError(f"the foreground failed: {fg.stderr.strip()[-300:]}")

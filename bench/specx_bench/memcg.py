@@ -94,6 +94,18 @@ class Group:
         with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
             f.write(str(pid or os.getpid()))
 
+    def leaf(self, name):
+        """Where processes go inside this group, as systemd puts a scope in a slice: on v2 a
+        group that holds processes cannot have groups with controllers below it, so a program
+        that makes its own (specx idle's background) finds room only in a group with no
+        processes of its own: this one, when its processes are in leaves. On v1, itself."""
+        if self.version != V2:
+            return self
+        path = os.path.join(self.path, name)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        return Group(path, self.version)
+
     def limit(self):
         with open(os.path.join(self.path, _limit_file(self.version))) as f:
             return int(f.read())
@@ -183,6 +195,9 @@ def _remove(path, timeout_s=30):
     this runs, but what it leaves in the group may need a moment to go: a speculative copy
     that dies with it, a process still freeing swapped-out memory. The run is over, so they
     are killed."""
+    for entry in os.scandir(path):  # its leaves (Group.leaf), first
+        if entry.is_dir(follow_symlinks=False):
+            _remove(entry.path, timeout_s)
     deadline = time.monotonic() + timeout_s
     while True:
         try:
