@@ -515,7 +515,7 @@ def run_experiment(name, scale, args, out_dir):
             # The worker stops itself after the scale's seconds, counted from its start.
             alone.append(int(subprocess.run([*setup["wrap"], *setup["bg_alone"]],
                                             capture_output=True, text=True,
-                                            preexec_fn=group.add if group else None,
+                                            preexec_fn=group.leaf("bg").add if group else None,
                                             timeout=600).stdout.split()[-1])
                          / scale["seconds"])
     return summarize(name, records, alone, setup["leaves_idle"])
