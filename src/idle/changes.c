@@ -215,24 +215,18 @@ static void copy_status(int fd, const struct stat *st)
  * there it refuses (EXDEV), and the bytes go through a buffer. */
 static int copy_bytes(int in, int out, off_t left)
 {
-    bool in_kernel = true;
-    char buf[65536];
-    while (left > 0) {
-        ssize_t n = in_kernel ? copy_file_range(in, NULL, out, NULL, (size_t)left, 0) : -1;
-        if (n < 0 && in_kernel && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
-                                   errno == ENOSYS)) {
-            in_kernel = false;
-            continue;
-        }
-        if (!in_kernel) {
-            n = read(in, buf, sizeof buf);
-            if (n > 0 && write(out, buf, (size_t)n) != n)
-                n = -1;
-        }
-        if (n <= 0)
-            return -1;
+    ssize_t n = 0;
+    while (left > 0 && (n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0)) > 0)
         left -= n;
-    }
+    if (left == 0)
+        return 0;
+    if (n == 0 || (errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP && errno != ENOSYS))
+        return -1;
+    char buf[65536];
+    for (; left > 0; left -= n)
+        if ((n = read(in, buf, left < (off_t)sizeof buf ? (size_t)left : sizeof buf)) <= 0 ||
+            write(out, buf, (size_t)n) != n)
+            return -1;
     return 0;
 }
 
