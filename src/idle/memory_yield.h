@@ -21,9 +21,9 @@ struct idle_memory {
     struct idle_yield_state state;
     bool enabled;
     /* What pressure is read from (docs/DESIGN.md §8, Memory). */
-    bool psi_usable;            /* the v2 group above the background's and the background's
-                                   own PSI: the difference
-                                   is time the foreground stalled while the background did not */
+    bool psi_usable;            /* PSI of the v2 group above the background's and of the
+                                   background's own: the difference is time the foreground
+                                   stalled while the background did not */
     struct specx_cgroup psi_domain;
     uint64_t psi_domain_us, psi_bg_us;
     uint64_t pgscan;            /* the machine's own reclaim */
