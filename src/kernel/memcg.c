@@ -54,12 +54,6 @@ int specx_memcg_limiting(pid_t pid, struct specx_cgroup *cg)
     return 0;
 }
 
-uint64_t specx_memcg_self_limit(void)
-{
-    struct specx_cgroup cg;
-    return specx_memcg_limiting(0, &cg) == 0 ? specx_memcg_limit(&cg) : 0;
-}
-
 /* BYTES as a limit file wants it: 0 is "no limit" ("-1" on v1, "max" on v2). */
 static void limit_text(const struct specx_cgroup *cg, uint64_t bytes, char *text, size_t size)
 {

@@ -22,11 +22,6 @@ int specx_memcg_limiting(pid_t pid, struct specx_cgroup *cg);
 /* CG's hard limit in bytes (v1 memory.limit_in_bytes, v2 memory.max), 0 for none. */
 uint64_t specx_memcg_limit(const struct specx_cgroup *cg);
 
-/* The limit that bounds this process (specx_memcg_limiting; 0 for none or no memory cgroup).
- * Read anew at each call (a harness may move the program after it started): callers keep it.
- * Safe in the speculative process. */
-uint64_t specx_memcg_self_limit(void);
-
 /* Sets CG's hard limit; 0 removes it. */
 int specx_memcg_set_limit(const struct specx_cgroup *cg, uint64_t bytes);
 

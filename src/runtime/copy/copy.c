@@ -20,7 +20,6 @@
 #include "core/control.h"
 #include "core/runtime.h"
 #include "ioprio.h"
-#include "memcg.h"
 #include "policy/backoff.h"
 #include "policy/prefetch.h"
 #include "policy/trust.h"
@@ -90,7 +89,7 @@ static void reap_dying(bool wait)
             specx.dying[i] = 0;
 }
 
-/* Whether the program's memory is bounded (a memory cgroup limit), looked up once per process.
+/* Whether the program's memory is bounded (a memory cgroup limit: copy/memory_watch.h).
  * There a killed copy's memory is given back before the program goes on: a killed process
  * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
  * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
@@ -100,13 +99,7 @@ static void reap_dying(bool wait)
  * PostgreSQL copy's privatized shared buffers, 128 MiB) takes milliseconds to free. */
 static bool memory_bounded(void)
 {
-    static pid_t known_for;
-    static bool bounded;
-    if (known_for != specx.pid) {
-        bounded = specx_memcg_self_limit() != 0;
-        known_for = specx.pid;
-    }
-    return bounded;
+    return specx_memory_limit() != 0;
 }
 
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
@@ -413,15 +406,18 @@ static void start_own_read(const struct specx_stall *stall, const struct stat *s
 
 /* Whether this process may create a speculative process now: it is the program itself,
  * speculation is on, and the sandbox's filter and the control region are ready. The filter is
- * compiled here, in the program: never in a fresh clone. */
+ * compiled, and the memory cgroup found, here in the program: never in a fresh clone. */
 static bool may_create_copy(void)
 {
     if (!specx.spec_allowed || getpid() != specx.pid)
         return false;
-    if (!specx.ctl && (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create()))) {
+    if (specx.ctl)
+        return true;
+    if (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create())) {
         disable_speculation(0);
         return false;
     }
+    specx_memory_watch_find_group(&specx.ctl->memory);
     return true;
 }
 

@@ -12,7 +12,6 @@
 #include "copy/memory_watch.h"
 #include "core/control.h"
 #include "core/runtime.h"
-#include "memcg.h"
 #include "policy/horizon.h"
 #include "policy/prefetch.h"
 #include "policy/trust.h"
@@ -67,15 +66,6 @@ struct fetch {
     uint64_t off, end; /* the range gathered so far (empty: off == end) */
 };
 
-/* The byte bound of the horizon in the program's memory cgroup (horizon.h), looked up once
- * per copy. */
-static uint64_t memcg_horizon_bytes(void)
-{
-    static int64_t bytes = -1;
-    if (bytes < 0)
-        bytes = (int64_t)specx_horizon_memcg_bytes(specx_memcg_self_limit());
-    return (uint64_t)bytes;
-}
 
 /* Prefetches the gathered range unless all of it is in memory or on its way (the program's
  * own read, kernel readahead, an earlier prefetch): that must not be waited for either. */
@@ -95,7 +85,8 @@ static void fetch_flush(struct fetch *f)
     bool dry = specx_trust_dry();
     if (dry && specx_log_pending(specx.ctl, f->st->st_dev, f->st->st_ino, off, len))
         return; /* predicted already: what "in flight" is to a live copy (trust.h) */
-    specx_horizon_wait(specx.ctl, specx.horizon, len, memcg_horizon_bytes());
+    specx_horizon_wait(specx.ctl, specx.horizon, len,
+                       specx_horizon_memcg_bytes(specx_memory_limit()));
     specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
     if (dry) { /* a copy on probation only predicts (trust.h) */
         SPECX_COUNT(spec_predictions, 1);

@@ -36,7 +36,7 @@ struct specx_lazy_set {
     unsigned n;
     struct specx_lazy_region r[SPECX_LAZY_MAX_REGIONS];
     sigset_t signals; /* the program's signal mask, while they are left out */
-    unsigned long budget; /* bytes of pulled pages the copy may keep (specx_lazy_budget) */
+    unsigned long budget; /* bytes of pulled pages the copy may keep (policy/lazy_budget.h) */
 };
 
 /* --- program side (lazy_regions.c) --- */

@@ -44,7 +44,7 @@ static struct reading read_now(const struct specx_memory_watch *w)
     const struct specx_stats_slot *s = specx.slot;
     struct reading r = { 0 };
     specx_memcg_refaults(w->have_group ? &w->group : NULL, &r.refaults);
-    if (w->limited)
+    if (w->limit)
         specx_memcg_limit_hits(&w->group, &r.limit_hits);
     r.shortage = shortage(w);
     r.removed = __atomic_load_n(&s->spec_used_pages, __ATOMIC_RELAXED);
@@ -69,11 +69,20 @@ static void begin_interval(struct specx_memory_watch *w, struct reading r, uint6
     w->interval_end_ns = now + SPECX_MEMORY_INTERVAL_NS;
 }
 
-/* The first interval of this process: find its memory cgroup, start counting. */
-static void start_watching(struct specx_memory_watch *w, uint64_t now)
+void specx_memory_watch_find_group(struct specx_memory_watch *w)
 {
     w->have_group = specx_memcg_limiting(0, &w->group) == 0;
-    w->limited = w->have_group && specx_memcg_limit(&w->group) != 0;
+    w->limit = w->have_group ? specx_memcg_limit(&w->group) : 0;
+}
+
+uint64_t specx_memory_limit(void)
+{
+    return specx.ctl ? specx.ctl->memory.limit : 0;
+}
+
+/* The first interval of this process: start counting. */
+static void start_watching(struct specx_memory_watch *w, uint64_t now)
+{
     specx_memctl_init(&w->policy);
     begin_interval(w, read_now(w), now);
 }
@@ -82,7 +91,7 @@ static void start_watching(struct specx_memory_watch *w, uint64_t now)
  * limit) memory ran short for its group or the machine (shortage). */
 static bool was_full(const struct specx_memory_watch *w, struct reading r)
 {
-    return w->limited ? r.limit_hits != w->limit_hits : r.shortage != w->shortage;
+    return w->limit ? r.limit_hits != w->limit_hits : r.shortage != w->shortage;
 }
 
 static void end_interval(struct specx_memory_watch *w, uint64_t now)

@@ -18,6 +18,16 @@
  * costs tens of microseconds per interval. */
 #define SPECX_MEMORY_INTERVAL_NS (500ull * 1000000ull)
 
+struct specx_memory_watch;
+
+/* Program side, when its control region is made: finds the memory cgroup whose limit bounds
+ * the program (memcg.h), once, so that its copies inherit it: in a copy each open of the walk
+ * up the hierarchy would be a sandbox trap (sandbox_open_trap.h), and a copy walked it up to twice. */
+void specx_memory_watch_find_group(struct specx_memory_watch *w);
+
+/* That group's limit in bytes: 0 for none, or before the control region is made. */
+uint64_t specx_memory_limit(void);
+
 /* Whether speculation may run now, ending the current interval first if it is over. True
  * without a control region or with the control off (--no-memory-control). */
 bool specx_memory_watch(void);

@@ -41,8 +41,8 @@ struct specx_memory_watch {
                                      as its timer last saw it */
     struct specx_memctl policy;
     bool have_group;     /* the program's memory cgroup was found */
-    bool limited;        /* ... and it has a limit */
-    struct specx_cgroup group;
+    uint64_t limit;      /* ... and its limit in bytes (0: none) */
+    struct specx_cgroup group; /* the group whose limit bounds the program (memcg.h) */
 };
 
 struct specx_control {

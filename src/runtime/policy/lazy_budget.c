@@ -1,10 +1,6 @@
 /* The copy's memory budget: see lazy_budget.h. */
 #include "policy/lazy_budget.h"
 
-#include <stdint.h>
-
-#include "memcg.h"
-
 #define BUDGET_MAX (64ul << 20)
 #define BUDGET_SHARE 8u
 #define BUDGET_MIN (1ul << 20)
@@ -14,12 +10,4 @@ unsigned long specx_lazy_budget_of(unsigned long limit)
     unsigned long budget = limit && limit / BUDGET_SHARE < BUDGET_MAX ? limit / BUDGET_SHARE
                                                                       : BUDGET_MAX;
     return budget < BUDGET_MIN ? BUDGET_MIN : budget;
-}
-
-unsigned long specx_lazy_budget(void)
-{
-    static unsigned long budget;
-    if (budget == 0)
-        budget = specx_lazy_budget_of((unsigned long)specx_memcg_self_limit());
-    return budget;
 }

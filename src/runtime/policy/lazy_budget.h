@@ -6,10 +6,7 @@
 #ifndef SPECX_POLICY_LAZY_BUDGET_H
 #define SPECX_POLICY_LAZY_BUDGET_H
 
-/* The budget in the program's memory cgroup; measured once per process. */
-unsigned long specx_lazy_budget(void);
-
-/* The same for a cgroup limit of LIMIT bytes (0: none), at least 1 MiB. */
+/* The budget in a memory cgroup of LIMIT bytes (0: none), at least 1 MiB. */
 unsigned long specx_lazy_budget_of(unsigned long limit);
 
 #endif
