@@ -22,7 +22,7 @@ struct specx_memory_watch;
 
 /* Program side, when its control region is made: finds the memory cgroup whose limit bounds
  * the program (memcg.h), once, so that its copies inherit it: in a copy each open of the walk
- * up the hierarchy would be a sandbox trap (sandbox_open_trap.h), and a copy walked it up to twice. */
+ * up the hierarchy would be a sandbox trap (sandbox_open_trap.h). */
 void specx_memory_watch_find_group(struct specx_memory_watch *w);
 
 /* That group's limit in bytes: 0 for none, or before the control region is made. */
