@@ -99,7 +99,7 @@ static void reap_dying(bool wait)
  * PostgreSQL copy's privatized shared buffers, 128 MiB) takes milliseconds to free. */
 static bool memory_bounded(void)
 {
-    return specx_memory_limit() != 0;
+    return specx_control_memory_limit(specx.ctl) != 0;
 }
 
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request

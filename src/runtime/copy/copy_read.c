@@ -86,7 +86,7 @@ static void fetch_flush(struct fetch *f)
     if (dry && specx_log_pending(specx.ctl, f->st->st_dev, f->st->st_ino, off, len))
         return; /* predicted already: what "in flight" is to a live copy (trust.h) */
     specx_horizon_wait(specx.ctl, specx.horizon, len,
-                       specx_horizon_memcg_bytes(specx_memory_limit()));
+                       specx_horizon_memcg_bytes(specx_control_memory_limit(specx.ctl)));
     specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
     if (dry) { /* a copy on probation only predicts (trust.h) */
         SPECX_COUNT(spec_predictions, 1);

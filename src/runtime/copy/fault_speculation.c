@@ -16,10 +16,10 @@
 #include "copy/copy_idle.h"
 #include "copy/copy_read.h"
 #include "copy/copy_timer.h"
+#include "core/control.h"
 #include "core/runtime.h"
 #include "kernel_limits.h"
 #include "maps.h"
-#include "copy/memory_watch.h"
 #include "policy/horizon.h"
 #include "policy/prefetch.h"
 #include "program_pagemap.h"
@@ -209,7 +209,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
  * its share of the limit (horizon.h) and MEMCG_MAX_BYTES. */
 static uint64_t byte_horizon(void)
 {
-    uint64_t limit = specx_memory_limit();
+    uint64_t limit = specx_control_memory_limit(specx.ctl);
     uint64_t bytes = (uint64_t)specx.horizon * HORIZON_UNIT;
     return limit ? min_u64(bytes, min_u64(specx_horizon_memcg_bytes(limit), MEMCG_MAX_BYTES))
                  : bytes;

@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "copy/memory_watch.h"
+#include "core/control.h"
 #include "core/runtime.h"
 #include "maps.h"
 #include "policy/lazy_budget.h"
@@ -146,7 +146,7 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
     size_t size;
     if (specx_maps_read(&buf, &size) < 0)
         return;
-    set->budget = specx_lazy_budget_of((unsigned long)specx_memory_limit());
+    set->budget = specx_lazy_budget_of((unsigned long)specx_control_memory_limit(specx.ctl));
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &set->signals);

@@ -75,11 +75,6 @@ void specx_memory_watch_find_group(struct specx_memory_watch *w)
     w->limit = w->have_group ? specx_memcg_limit(&w->group) : 0;
 }
 
-uint64_t specx_memory_limit(void)
-{
-    return specx.ctl ? specx.ctl->memory.limit : 0;
-}
-
 /* The first interval of this process: start counting. */
 static void start_watching(struct specx_memory_watch *w, uint64_t now)
 {

@@ -25,9 +25,6 @@ struct specx_memory_watch;
  * up the hierarchy would be a sandbox trap (sandbox_open_trap.h). */
 void specx_memory_watch_find_group(struct specx_memory_watch *w);
 
-/* That group's limit in bytes: 0 for none, or before the control region is made. */
-uint64_t specx_memory_limit(void);
-
 /* Whether speculation may run now, ending the current interval first if it is over. True
  * without a control region or with the control off (--no-memory-control). */
 bool specx_memory_watch(void);

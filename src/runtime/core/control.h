@@ -59,6 +59,13 @@ struct specx_control {
     struct specx_memory_watch memory;
 };
 
+/* The limit of the memory group that bounds the program (copy/memory_watch.h), in bytes: 0 for
+ * none, or without a control region yet. */
+static inline uint64_t specx_control_memory_limit(const struct specx_control *ctl)
+{
+    return ctl ? ctl->memory.limit : 0;
+}
+
 /* Maps a fresh zeroed region (NULL on failure). */
 struct specx_control *specx_control_create(void);
 
