@@ -533,18 +533,24 @@ def test_a_copy_waiting_on_a_lost_threads_lock_ends_itself(specx, tmp_path, cold
             "    print('got it')\n"
             "holder.join()\n")
     # The first read ends the run of cached reads that are only timed (readpath.c); the copy
-    # is made at the second.
-    only_files_cold("import threading, time", cold_tree[:2])
-    marker = f"specx-test-{uuid.uuid4().hex}"
-    with copies_get_cpu(marker):
-        proc, report = run_json(tmp_path, *python(code + f"# {marker}\n", *cold_tree[:2]))
-    assert (proc.returncode, proc.stdout) == (0, "got it\n")
-    # Usually one copy, made at the second read; on a loaded machine a slow cached read may end
-    # the timed run earlier and the first read make one too, which the second replaces.
-    total = report["total"]
+    # is made at the second. On a loaded machine a slow cached read may end the timed run
+    # earlier, and the first read make a copy. On slowfs that copy's open of the second file
+    # is a device access as long as the program's read (a metadata request, in the idle
+    # class, served after regular ones): if the program gets to the second read first, the
+    # copy is judged useless there and the runtime backs off. Then no copy reaches the lock
+    # and nothing was tested (1 run in 20-60 beside 4 busy loops): up to three runs.
+    for attempt in range(3):
+        only_files_cold("import threading, time", cold_tree[:2])
+        marker = f"specx-test-{uuid.uuid4().hex}"
+        with copies_get_cpu(marker):
+            proc, report = run_json(tmp_path, *python(code + f"# {marker}\n", *cold_tree[:2]))
+        assert (proc.returncode, proc.stdout) == (0, "got it\n")
+        assert_no_process_with(marker)
+        total = report["total"]
+        if total["spec_stuck_ended"] == 1:
+            break
     assert total["spec_created"] >= 1 and total["spec_stuck_ended"] == 1, \
         {k: v for k, v in total.items() if k.startswith("spec_") and v}
-    assert_no_process_with(marker)
 
 
 @pytest.fixture(scope="module")
