@@ -66,7 +66,6 @@ struct fetch {
     uint64_t off, end; /* the range gathered so far (empty: off == end) */
 };
 
-
 /* Prefetches the gathered range unless all of it is in memory or on its way (the program's
  * own read, kernel readahead, an earlier prefetch): that must not be waited for either. */
 static void fetch_flush(struct fetch *f)
