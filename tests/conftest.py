@@ -156,12 +156,14 @@ def _has_in_command_line(pid, marker):
 
 def _give_normal_priority(pid):
     """Moves PID's threads that specx runs below normal priority back to normal: a copy at
-    SCHED_IDLE, the supervisor's thread (which serves its copy's calls) at nice 19."""
+    SCHED_IDLE, the supervisor's thread (which serves its copy's calls) at nice 19. Raises
+    OSError if PID is gone."""
     for tid in map(int, os.listdir(f"/proc/{pid}/task")):
-        if os.sched_getscheduler(tid) == os.SCHED_IDLE:
-            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-        if os.getpriority(os.PRIO_PROCESS, tid) > 0:
-            os.setpriority(os.PRIO_PROCESS, tid, 0)
+        with contextlib.suppress(OSError):   # a thread that has just ended
+            if os.sched_getscheduler(tid) == os.SCHED_IDLE:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+            if os.getpriority(os.PRIO_PROCESS, tid) > 0:
+                os.setpriority(os.PRIO_PROCESS, tid, 0)
 
 
 @contextlib.contextmanager
