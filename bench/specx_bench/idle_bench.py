@@ -50,6 +50,7 @@ import time
 import uuid
 
 from . import components, datasets, memcg, slowfs, subcommand
+from .resident import drop_caches
 
 MIB = 1 << 20
 TBF_BURST = "64kb"
@@ -258,12 +259,6 @@ def background_argv(mode, setup, report):
         argv = [components.specx_exe(), "idle", "--json", report, *setup["idle_args"], "--",
                 *argv]
     return [*setup["wrap"], *argv]
-
-
-def drop_caches():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def progress_of(proc, pid, sig):

@@ -10,6 +10,14 @@ import os
 
 from .workloads.base import walk_files
 
+
+def drop_caches():
+    """Evicts every clean file page, for a cold run (the paper flushed memory before each
+    run, §3)."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,

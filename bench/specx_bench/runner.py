@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from . import components, datasets, memcg, modes, readcalls, resident, slowfs
+from .resident import drop_caches
 
 
 @dataclasses.dataclass
@@ -29,13 +30,6 @@ class Config:
     def runs_of(self, mode):
         warm = mode.prepare == modes.TOUCH_DATA and self.warm_runs
         return self.warm_runs if warm else self.runs
-
-
-def drop_caches():
-    """Evicts every clean file page (the paper flushed memory before each run, §3)."""
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def run_command(cmd, log_path, group=None):

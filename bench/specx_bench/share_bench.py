@@ -32,6 +32,7 @@ import time
 import uuid
 
 from . import components, datasets, memcg, slowfs, subcommand, swapspace
+from .resident import drop_caches
 
 MIB = 1 << 20
 MODES = {
@@ -190,12 +191,6 @@ def jobs(scale, data_dir, disk, db, script):
 
 
 # ---- one run ----
-
-
-def drop_caches():
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def run_alone(job):
