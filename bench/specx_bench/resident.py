@@ -18,6 +18,7 @@ def drop_caches():
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
 
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
