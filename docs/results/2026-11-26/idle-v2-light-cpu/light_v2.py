@@ -2,8 +2,8 @@
 """Where does the BG lose progress in memory-light on v2? Runs the bench's memory-light pair
 with the BG plain, under chrt --idle (SCHED_IDLE only), in a leaf with cpu.idle=1 only, and
 under specx idle; plus the BG alone. Prints BG progress as a share of alone, FG share of solo."""
-import os, statistics, subprocess, sys, types
-sys.path.insert(0, "/work/main/bench")
+import os, pathlib, statistics, subprocess, sys, types
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[4] / "bench"))
 from specx_bench import idle_bench as ib
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
