@@ -274,6 +274,11 @@ def run_shared(job_list, memory, mode, quantum, limit, out_dir):
         if isinstance(e, KeyboardInterrupt):
             raise
         if not os.path.exists(report):     # written on SIGTERM too: the faults until then
+            if proc.returncode == -signal.SIGTERM:
+                # Ended by it before it could block it: before it made a group or a job
+                # (a limit shorter than its start, as under emulation).
+                shutil.rmtree(outputs)
+                return stopped(limit, 0)
             raise RuntimeError(f"specx share wrote no report when stopped "
                                f"(exit {proc.returncode})")
         with open(report) as f:

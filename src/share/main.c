@@ -492,9 +492,11 @@ int main(int argc, char **argv)
     s.slots = calloc(s.n, sizeof *s.slots);
     if (!s.jobs || !s.slots)
         specx_die(1, "out of memory");
-    check_paths(&s);
+    /* Before anything is made (the --json file, the groups): a SIGTERM during the start
+     * waits for the loop, which ends the jobs and still writes the report. */
     if ((s.sigfd = open_signalfd()) < 0)
         specx_die(1, "signalfd: %s", strerror(errno));
+    check_paths(&s);
     if (s.opt.follow) {
         int code = share_follow(&s.opt, s.sigfd);
         share_options_free(&s.opt);
