@@ -150,6 +150,13 @@ bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *
     return specx_cgroup_key_u64(cg, "memory.stat", key, value);
 }
 
+bool specx_memcg_swap(const struct specx_cgroup *cg, uint64_t *bytes)
+{
+    if (is_v1(cg))
+        return specx_memcg_stat(cg, "swap", bytes);
+    return specx_cgroup_u64(cg, "memory.swap.current", bytes);
+}
+
 bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults)
 {
     uint64_t anon = 0, file = 0;

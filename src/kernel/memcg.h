@@ -47,6 +47,11 @@ uint64_t specx_memcg_free(const struct specx_cgroup *cg, uint64_t *total);
  * e.g. "workingset_refault_file", "pgmajfault", "file", "anon" (v1: "cache", "rss"). */
 bool specx_memcg_stat(const struct specx_cgroup *cg, const char *key, uint64_t *value);
 
+/* Bytes of CG's anonymous memory out on swap now, counting its descendants (v1 memory.stat
+ * swap, v2 memory.swap.current). False where the kernel does not account swap per group
+ * (v1 without swapaccount): then only the page tables tell. */
+bool specx_memcg_swap(const struct specx_cgroup *cg, uint64_t *bytes);
+
 /* Evicted pages read again (the kernel's shadow entries: workingset_refault_anon + _file) in
  * CG and its descendants, or machine-wide (/proc/vmstat) if CG is NULL. False if unreadable. */
 bool specx_memcg_refaults(const struct specx_cgroup *cg, uint64_t *refaults);
