@@ -173,18 +173,33 @@ static void close_turn_record(struct share *s, uint64_t now)
     t->cpu_ns = cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
 }
 
+/* What the turn of job I (frozen now) used: which of its prefetched pages it never touched, and
+ * its file pages in the page cache, which its next turn starts with. */
+static void note_turn_used(struct share *s, size_t i)
+{
+    if (!job_running(s, i))
+        return;
+    s->jobs[i].unused_bytes += share_memory_unused(&s->jobs[i]);
+    share_files_capture(&s->jobs[i].files, &s->jobs[i].mem);
+}
+
 static void start_turn(struct share *s, size_t next, uint64_t now)
 {
     struct share_job *j = &s->jobs[next];
-    /* The job whose turn just ended is frozen now, and its next turn is the furthest away:
-     * a prefetch at the switch makes its room from that job first. With the model, what its
-     * prefetch during the last turn had no room for is brought in now. */
+    size_t ended = s->current;
     s->current = next;
-    if (s->opt.prefetch != PREFETCH_NONE)
-        prefetch(s, next);
     j->majflt_at_turn = share_job_major_faults(j);
     open_turn_record(s, next, now);
     share_job_freeze(j, false, FREEZE_TIMEOUT_MS);
+    /* The ended job's turn is noted once the next job runs: it walks that job's page tables
+     * and the page cache of its files, milliseconds that would otherwise come between the
+     * turns. Then the prefetch, which makes its room from the ended job first (its next turn
+     * is the furthest away); with the model, what the prefetch during the last turn had no
+     * room for is brought in now. */
+    if (s->opt.prefetch != PREFETCH_NONE) {
+        note_turn_used(s, ended);
+        prefetch(s, next);
+    }
     j->turns++;
     s->turn_start = now;
     s->turn_end = now + turn_length(s, next);
@@ -229,12 +244,7 @@ static void switch_turn(struct share *s, bool time_up)
     if (next == SIZE_MAX)
         return;
     if (job_running(s, cur)) {
-        /* What of its prefetched memory the turn never touched was prefetched in vain; its
-         * file pages in the page cache now are what its next turn starts with. */
-        if (s->opt.prefetch != PREFETCH_NONE) {
-            s->jobs[cur].unused_bytes += share_memory_unused(&s->jobs[cur]);
-            share_files_capture(&s->jobs[cur].files, &s->jobs[cur].mem);
-        }
+        /* Before the next job runs: its first faults then evict these pages first. */
         if (s->opt.release == RELEASE_COLD)
             share_memory_release(&s->jobs[cur], MADV_COLD, UINT64_MAX);
         else if (s->opt.release == RELEASE_PAGEOUT)
