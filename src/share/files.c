@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "residency.h"
 #include "util.h"
 
-#define PAGE 4096ull
 /* The main thread captures a job's set at the end of its turn while the prefetching thread may
  * be reading it: each works on a copy taken under this lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,19 +47,16 @@ static int open_checked(const char *path, dev_t dev, ino_t ino, struct stat *st)
     return fd;
 }
 
-/* The runs of pages of FD's first SIZE bytes whose residency is RESIDENT (mincore over a
- * mapping of it: no page is read). *N runs, or NULL. */
+/* The runs of pages of FD's first SIZE bytes whose residency is RESIDENT (mincore: no page
+ * is read). *N runs, or NULL. */
 static struct share_file_run *runs_where(int fd, off_t size, bool resident, size_t *n)
 {
     *n = 0;
-    size_t pages = (size_t)(((uint64_t)size + PAGE - 1) / PAGE);
-    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED)
-        return NULL;
+    size_t pages = (size_t)specx_pages_spanned(0, (uint64_t)size);
     unsigned char *vec = malloc(pages);
     struct share_file_run *runs = NULL;
     size_t cap = 0;
-    if (vec && mincore(map, (size_t)size, vec) == 0) {
+    if (vec && specx_uptodate_pages(fd, 0, (uint64_t)size, vec) == 0) {
         for (size_t i = 0; i < pages; i++) {
             if ((bool)(vec[i] & 1) != resident)
                 continue;
@@ -73,7 +70,6 @@ static struct share_file_run *runs_where(int fd, off_t size, bool resident, size
         }
     }
     free(vec);
-    munmap(map, (size_t)size);
     return runs;
 }
 
@@ -272,7 +268,7 @@ static void close_all(struct missing_list *l)
 uint64_t share_files_missing(const struct share_files *set)
 {
     struct missing_list l = missing_of(set, UINT64_MAX);
-    uint64_t bytes = l.pages * PAGE;
+    uint64_t bytes = l.pages * SPECX_PAGE_SIZE;
     close_all(&l);
     return bytes;
 }
@@ -285,12 +281,12 @@ static _Noreturn void read_missing(const struct missing_list *l, const struct sp
     if (specx_cgroup_attach(cg, 0) < 0)
         _exit(1);
     for (size_t i = 0; i < l->n; i++)
-        posix_fadvise(l->m[i].fd, (off_t)(l->m[i].first * PAGE), (off_t)(l->m[i].count * PAGE),
+        posix_fadvise(l->m[i].fd, (off_t)(l->m[i].first * SPECX_PAGE_SIZE), (off_t)(l->m[i].count * SPECX_PAGE_SIZE),
                       POSIX_FADV_WILLNEED);
     char byte;
     for (size_t i = 0; i < l->n; i++)
         for (uint64_t p = l->m[i].first; p < l->m[i].first + l->m[i].count; p++)
-            if (pread(l->m[i].fd, &byte, 1, (off_t)(p * PAGE)) <= 0)
+            if (pread(l->m[i].fd, &byte, 1, (off_t)(p * SPECX_PAGE_SIZE)) <= 0)
                 break;
     _exit(0);
 }
@@ -298,8 +294,8 @@ static _Noreturn void read_missing(const struct missing_list *l, const struct sp
 uint64_t share_files_prefetch(const struct share_files *set, const struct specx_cgroup *charge_to,
                               uint64_t max_bytes)
 {
-    struct missing_list l = missing_of(set, max_bytes / PAGE);
-    uint64_t bytes = l.pages * PAGE;
+    struct missing_list l = missing_of(set, max_bytes / SPECX_PAGE_SIZE);
+    uint64_t bytes = l.pages * SPECX_PAGE_SIZE;
     pid_t helper = l.n ? fork() : -1;
     if (helper == 0)
         read_missing(&l, charge_to);
