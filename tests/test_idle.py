@@ -592,6 +592,20 @@ def test_a_commit_that_fails_part_way_is_finished_later(specx, clean, tmp_path, 
 
 
 @pytest.mark.root
+def test_a_state_left_half_removed_is_removed_by_the_next_run(specx, clean):
+    """A run's state is renamed to PID.gone before it is removed, so a run killed while
+    removing it leaves only that, which the next run removes in silence. Removed in place, it
+    once left a journal whose upper files were gone (the kill-point test above, in the v2 VM):
+    a commit no later run could finish, and every later specx idle refused to start."""
+    gone = pathlib.Path("/var/tmp/specx-idle/4194305.gone")   # above any pid_max
+    (gone / "upper-0").mkdir(parents=True)
+    (gone / "journal").write_text("specx-idle-journal 1\n")
+    recovered = run_specx("idle", "--recover")
+    assert (recovered.returncode, recovered.stderr) == (0, "")
+    assert not gone.exists()
+
+
+@pytest.mark.root
 def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, tmp_path):
     """The background fills the page cache of a group it shares with the foreground; the
     foreground then takes memory in that group: its limit is hit, and the background is

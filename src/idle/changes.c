@@ -132,7 +132,7 @@ void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[40
 
 /* ---- the journal ---- */
 
-static int sync_dir(const char *dir)
+int idle_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -158,7 +158,7 @@ int idle_journal_write(const char *state, const struct idle_changes *c)
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) < 0)
         return -1;
-    return sync_dir(state);
+    return idle_sync_dir(state);
 }
 
 int idle_journal_read(const char *state, struct idle_changes *c)

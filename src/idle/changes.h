@@ -53,6 +53,9 @@ void idle_changes_free(struct idle_changes *c);
 /* Removes PATH and everything below it (no error if it does not exist). */
 void idle_remove_tree(const char *path);
 
+/* Makes the entries of directory DIR durable (fsync of the directory). 0, or -1 with errno. */
+int idle_sync_dir(const char *dir);
+
 /* The upper and work directories of isolated directory INDEX in STATE. */
 void idle_upper_dir(char *out, size_t size, const char *state, unsigned index);
 void idle_work_dir(char *out, size_t size, const char *state, unsigned index);

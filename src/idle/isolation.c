@@ -18,6 +18,8 @@
 #include "util.h"
 
 #define DIRS_FILE "dirs"
+/* A run's state being removed: IDLE_STATE_ROOT/PID.gone. */
+#define GONE_SUFFIX ".gone"
 /* Changes listed before a question or by --commit never, before "... and N more". */
 #define SHOW_CHANGES 50
 
@@ -265,12 +267,28 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
         idle_isolation_abandon(iso);
 }
 
+/* A run's state is gone as a whole as far as a recovery can tell: renamed out of the runs'
+ * names, durably, before anything in it is removed. Removed in place (depth first), a kill
+ * part way through a committed run's removal left its journal with upper files already gone: a
+ * commit no later run could finish, and every later run refused to start (seen in the v2 VM). */
+static void remove_state(const char *state)
+{
+    char gone[PATH_MAX];
+    snprintf(gone, sizeof gone, "%s" GONE_SUFFIX, state);
+    idle_remove_tree(gone); /* of a run with this pid that was killed while removing it */
+    if (rename(state, gone) == 0) {
+        idle_sync_dir(IDLE_STATE_ROOT);
+        idle_remove_tree(gone);
+    } else {
+        idle_remove_tree(state);
+    }
+    rmdir(IDLE_STATE_ROOT); /* only if no other run keeps its state there */
+}
+
 void idle_isolation_abandon(struct idle_isolation *iso)
 {
-    if (iso->state[0]) {
-        idle_remove_tree(iso->state);
-        rmdir(IDLE_STATE_ROOT); /* only if no other run keeps its state there */
-    }
+    if (iso->state[0])
+        remove_state(iso->state);
     for (size_t i = 0; i < IDLE_MAX_ISOLATE; i++) {
         idle_snapshot_free(&iso->before[i]);
         idle_pathset_free(&iso->read[i]);
@@ -307,8 +325,7 @@ static int recover_run(const char *state, pid_t run)
         idle_changes_free(&changes);
         specx_warn("dropping the uncommitted changes of an earlier run (pid %d) that was "
                    "killed", (int)run);
-        idle_remove_tree(state);
-        rmdir(IDLE_STATE_ROOT);
+        remove_state(state);
         return 0;
     }
     int rc = idle_changes_apply(&changes, dirs, state, run, err, sizeof err);
@@ -319,8 +336,7 @@ static int recover_run(const char *state, pid_t run)
         return -1;
     }
     specx_warn("finished the interrupted commit of an earlier run (pid %d)", (int)run);
-    idle_remove_tree(state);
-    rmdir(IDLE_STATE_ROOT);
+    remove_state(state);
     return 1;
 }
 
@@ -335,6 +351,11 @@ int idle_isolation_recover(void)
     while ((e = readdir(d))) {
         char *end, state[PATH_MAX];
         long pid = strtol(e->d_name, &end, 10);
+        if (end != e->d_name && strcmp(end, GONE_SUFFIX) == 0) {
+            snprintf(state, sizeof state, IDLE_STATE_ROOT "/%s", e->d_name);
+            idle_remove_tree(state); /* its run was killed while removing it */
+            continue;
+        }
         if (end == e->d_name || *end || pid <= 0 || pid == getpid() ||
             kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* not a run's, or that run still goes on */
@@ -344,5 +365,6 @@ int idle_isolation_recover(void)
         finished += rc > 0;
     }
     closedir(d);
+    rmdir(IDLE_STATE_ROOT); /* only if no run keeps its state there */
     return failed ? -1 : finished;
 }
