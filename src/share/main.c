@@ -173,8 +173,8 @@ static void close_turn_record(struct share *s, uint64_t now)
     t->cpu_ns = cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
 }
 
-/* What the turn of job I (frozen now) used: which of its prefetched pages it never touched, and
- * its file pages in the page cache, which its next turn starts with. */
+/* What the turn of job I used: which of its prefetched pages it never touched, and its file
+ * pages in the page cache, which its next turn starts with. */
 static void note_turn_used(struct share *s, size_t i)
 {
     if (!job_running(s, i))
@@ -186,20 +186,15 @@ static void note_turn_used(struct share *s, size_t i)
 static void start_turn(struct share *s, size_t next, uint64_t now)
 {
     struct share_job *j = &s->jobs[next];
-    size_t ended = s->current;
+    /* The job whose turn just ended is frozen now, and its next turn is the furthest away:
+     * a prefetch at the switch makes its room from that job first. With the model, what its
+     * prefetch during the last turn had no room for is brought in now. */
     s->current = next;
+    if (s->opt.prefetch != PREFETCH_NONE)
+        prefetch(s, next);
     j->majflt_at_turn = share_job_major_faults(j);
     open_turn_record(s, next, now);
     share_job_freeze(j, false, FREEZE_TIMEOUT_MS);
-    /* The ended job's turn is noted once the next job runs: it walks that job's page tables
-     * and the page cache of its files, milliseconds that would otherwise come between the
-     * turns. Then the prefetch, which makes its room from the ended job first (its next turn
-     * is the furthest away); with the model, what the prefetch during the last turn had no
-     * room for is brought in now. */
-    if (s->opt.prefetch != PREFETCH_NONE) {
-        note_turn_used(s, ended);
-        prefetch(s, next);
-    }
     j->turns++;
     s->turn_start = now;
     s->turn_end = now + turn_length(s, next);
@@ -236,6 +231,13 @@ static void switch_turn(struct share *s, bool time_up)
         return;
     }
     if (job_running(s, cur)) {
+        /* Noted in the last milliseconds of its turn, while it still runs: it walks the job's
+         * page tables and the page cache of its files, which between the turns would keep
+         * both jobs waiting, and after the next job's thaw would race with that job's
+         * evictions (a job dropping the other's file pages found none to prefetch, in the v2
+         * VM where the walk is slow). */
+        if (s->opt.prefetch != PREFETCH_NONE)
+            note_turn_used(s, cur);
         share_job_freeze(&s->jobs[cur], true, FREEZE_TIMEOUT_MS);
         end_first_second(s);
         now = specx_now_ns(); /* it ran until frozen; the next turn starts from here */
