@@ -439,7 +439,10 @@ def test_follow_learns_a_rotation_it_does_not_drive(specx, tmp_path):
             pathlib.Path(g, state_file).write_text(frozen)
         report = tmp_path / "follow.json"
         follower = start_share("--follow", "--json", report, *groups)
-        time.sleep(0.3)
+        # Watching once its prefetching thread is up (started after it read every group's
+        # state): a follower that saw the first thaw from its start would count one turn less
+        # (under emulation it took longer than the 0.3 s this once waited).
+        assert wait_for(lambda: len(os.listdir(f"/proc/{follower.pid}/task")) >= 2)
         for turn in range(12):   # four rounds of 1, 2, 3
             g = groups[turn % 3]
             pathlib.Path(g, state_file).write_text(thawed)
