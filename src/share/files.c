@@ -281,8 +281,8 @@ static _Noreturn void read_missing(const struct missing_list *l, const struct sp
     if (specx_cgroup_attach(cg, 0) < 0)
         _exit(1);
     for (size_t i = 0; i < l->n; i++)
-        posix_fadvise(l->m[i].fd, (off_t)(l->m[i].first * SPECX_PAGE_SIZE), (off_t)(l->m[i].count * SPECX_PAGE_SIZE),
-                      POSIX_FADV_WILLNEED);
+        posix_fadvise(l->m[i].fd, (off_t)(l->m[i].first * SPECX_PAGE_SIZE),
+                      (off_t)(l->m[i].count * SPECX_PAGE_SIZE), POSIX_FADV_WILLNEED);
     char byte;
     for (size_t i = 0; i < l->n; i++)
         for (uint64_t p = l->m[i].first; p < l->m[i].first + l->m[i].count; p++)
