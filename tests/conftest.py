@@ -4,6 +4,7 @@ import errno
 import os
 import pathlib
 import select
+import signal
 import socket
 import struct
 import subprocess
@@ -52,10 +53,36 @@ def specx():
     return str(SPECX)
 
 
-def run_specx(*args, check=False, timeout=120, **kw):
-    """Runs `specx ARGS...` and returns the CompletedProcess (text mode)."""
-    return subprocess.run([str(SPECX), *map(str, args)], capture_output=True, text=True,
-                          check=check, timeout=timeout, **kw)
+def run_specx(*args, check=False, timeout=120, input=None, **kw):
+    """Runs `specx ARGS...` and returns the CompletedProcess (text mode). Past TIMEOUT the
+    whole process group goes (SIGTERM, then SIGKILL), not `specx` alone: a benchmark killed
+    alone in the v2 VM left its spinners and specx idle running, and the tests after it timed
+    out in turn."""
+    with subprocess.Popen([str(SPECX), *map(str, args)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, stdin=None if input is None else subprocess.PIPE,
+                          text=True, start_new_session=True, **kw) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_process_group(proc)
+            raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+def end_process_group(proc):
+    """SIGTERM to PROC's process group (each specx command then removes what it made), and
+    SIGKILL to what is left of it after 30 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
 
 
 def drop_caches():
