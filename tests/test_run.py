@@ -481,7 +481,7 @@ def test_a_threaded_reader_speculates_and_reads_the_same(specx, tmp_path, cold_t
         proc, report = run_json(tmp_path, *python(THREADED_READ + f"# {marker}\n", *cold_tree))
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, plain.stdout, plain.stderr)
     total = report["total"]
-    assert "threaded" in total["flags"], total
+    assert "threaded" in total["flags"], json.dumps(total)   # a string: printed whole
     assert total["spec_created"] >= 1 and total["spec_failed"] == 0
     assert_no_process_with(marker)
 
