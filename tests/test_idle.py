@@ -597,7 +597,7 @@ def test_a_state_left_half_removed_is_removed_by_the_next_run(specx, clean):
     removing it leaves only that, which the next run removes in silence. Removed in place, it
     once left a journal whose upper files were gone (the kill-point test above, in the v2 VM):
     a commit no later run could finish, and every later specx idle refused to start."""
-    gone = pathlib.Path("/var/tmp/specx-idle/4194305.gone")   # above any pid_max
+    gone = STATE_ROOT / "4194305.gone"   # above any pid_max
     (gone / "upper-0").mkdir(parents=True)
     (gone / "journal").write_text("specx-idle-journal 1\n")
     recovered = run_specx("idle", "--recover")
