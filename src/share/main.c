@@ -173,12 +173,10 @@ static void close_turn_record(struct share *s, uint64_t now)
     t->cpu_ns = cpu > t->cpu_ns ? cpu - t->cpu_ns : 0;
 }
 
-/* What the turn of job I used: which of its prefetched pages it never touched, and its file
- * pages in the page cache, which its next turn starts with. */
+/* What the turn of running job I used: which of its prefetched pages it never touched, and
+ * its file pages in the page cache, which its next turn starts with. */
 static void note_turn_used(struct share *s, size_t i)
 {
-    if (!job_running(s, i))
-        return;
     s->jobs[i].unused_bytes += share_memory_unused(&s->jobs[i]);
     share_files_capture(&s->jobs[i].files, &s->jobs[i].mem);
 }
