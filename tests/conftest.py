@@ -53,12 +53,12 @@ def specx():
     return str(SPECX)
 
 
-def run_specx(*args, check=False, timeout=120, input=None, **kw):
-    """Runs `specx ARGS...` and returns the CompletedProcess (text mode). Past TIMEOUT the
-    whole process group goes (SIGTERM, then SIGKILL), not `specx` alone: a benchmark killed
-    alone in the v2 VM left its spinners and specx idle running, and the tests after it timed
-    out in turn."""
-    with subprocess.Popen([str(SPECX), *map(str, args)], stdout=subprocess.PIPE,
+def run_specx(*args, check=False, timeout=120, input=None, prefix=(), **kw):
+    """Runs `PREFIX specx ARGS...` (PREFIX: a command that execs what follows, as unshare
+    does) and returns the CompletedProcess (text mode). Past TIMEOUT the whole process group
+    goes (SIGTERM, then SIGKILL), not `specx` alone: a benchmark killed alone in the v2 VM left
+    its spinners and specx idle running, and the tests after it timed out in turn."""
+    with subprocess.Popen([*prefix, str(SPECX), *map(str, args)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, stdin=None if input is None else subprocess.PIPE,
                           text=True, start_new_session=True, **kw) as proc:
         try:

@@ -220,6 +220,12 @@ def test_dirty_data_is_bounded_and_written_back_in_the_idle_class(specx, clean, 
     assert disk["dirty_peak_bytes"] < 96 << 20, disk
 
 
+def in_mounts(propagation):
+    """A mount namespace of the test's own whose mounts are shared, as systemd makes a
+    machine's, or private, as a container's (and this machine's, and the v2 VM's) are."""
+    return ["unshare", "--mount", "--propagation", propagation]
+
+
 @pytest.mark.root
 def test_files_written_and_closed_are_bounded_too(specx, clean, tmp_path, disk_dir):
     """A command that writes many files (an unpack, a backup) closes each before the next:
@@ -228,8 +234,9 @@ def test_files_written_and_closed_are_bounded_too(specx, clean, tmp_path, disk_d
     # 32 files of 4 MiB: 128 MiB, which stay unwritten on a machine with memory to spare.
     # Little work: at idle CPU priority on a loaded machine each CPU second takes minutes.
     writer = f"cd {disk_dir} && for i in $(seq 32); do head -c 4194304 /dev/zero > f$i; done"
+    # In shared mounts: in private ones (this machine's) its closes are not watched.
     proc = run_specx("idle", "--dirty-max", "8M", "--json", report, "--", "sh", "-c", writer,
-                     timeout=300)
+                     timeout=300, prefix=in_mounts("shared"))
     assert proc.returncode == 0, proc.stderr
     assert len(list(disk_dir.iterdir())) == 32
     disk = json.loads(report.read_text())["disk"]
@@ -261,35 +268,52 @@ def test_a_writer_in_an_isolated_directory_is_not_held_for_the_flushers(specx, c
 
 
 @pytest.mark.root
+@pytest.mark.parametrize("propagation", ["shared", "private"])
 def test_the_command_sees_mounts_made_and_removed_while_it_runs(specx, clean, tmp_path,
-                                                                disk_dir):
-    """The command's mounts are its own (for watching its closes) but follow the machine's: a
-    mount made after it started is seen in it, and one it wrote files on can be removed from
-    outside while it runs (specx idle keeps none of its files open)."""
-    point, seen = disk_dir / "point", tmp_path / "seen"
+                                                                disk_dir, propagation):
+    """The command's closes are watched on mounts of its own, a slave namespace that follows
+    the machine's where the machine's mounts are shared: a mount made after it started is
+    seen in it, and one it wrote files on can be removed from outside while it runs (specx
+    idle keeps none of its files open). Where they are private, it stays in them and the
+    report says why its closes are left to the flushers."""
+    point, seen, report = disk_dir / "point", tmp_path / "seen", tmp_path / "r.json"
     point.mkdir()
     source = disk_dir / "source"
     source.mkdir()
     (source / "marker").write_text("here\n")
-    ready = tmp_path / "ready"
-    script = (f"while [ ! -e {ready} ]; do sleep 0.05; done; "
+    started, ready, done = tmp_path / "started", tmp_path / "ready", tmp_path / "done"
+    script = (f"readlink /proc/self/ns/mnt > {started}.new; mv {started}.new {started}; "
+              f"while [ ! -e {ready} ]; do sleep 0.05; done; "
               f"cat {point}/marker > {seen}; head -c 1048576 /dev/zero > {point}/written; "
-              f"touch {ready}.done; sleep 30")
-    proc = start_idle("--", "sh", "-c", script)
+              f"touch {done}; sleep 30")
+    proc = subprocess.Popen([*in_mounts(propagation), str(SPECX), "idle", "--json", report,
+                             "--", "sh", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_interrupt)
+    in_ours = ["nsenter", "-t", str(proc.pid), "-m"]  # unshare has become specx idle
     try:
-        subprocess.run(["mount", "--bind", str(source), str(point)], check=True)
+        # Mounted once the command runs: a mount made before would be in any namespace of
+        # its own as well, and its being seen would prove nothing.
+        assert wait_for(started.exists, timeout=120)
+        subprocess.run([*in_ours, "mount", "--bind", str(source), str(point)], check=True)
         try:
             ready.touch()
-            assert wait_for(lambda: pathlib.Path(f"{ready}.done").exists(), timeout=120)
+            assert wait_for(done.exists, timeout=120)
         finally:
-            umount = subprocess.run(["umount", str(point)], capture_output=True, text=True)
+            umount = subprocess.run([*in_ours, "umount", str(point)], capture_output=True,
+                                    text=True)
         assert umount.returncode == 0, umount.stderr
         assert seen.read_text() == "here\n"
         assert (source / "written").stat().st_size == 1 << 20
+        ours = os.readlink(f"/proc/{proc.pid}/ns/mnt")
+        assert (started.read_text().strip() != ours) == (propagation == "shared")
     finally:
         proc.terminate()
         proc.wait(timeout=60)
-        subprocess.run(["umount", str(point)], capture_output=True)
+    unwatched = json.loads(report.read_text())["disk"]["closed_files_unwatched"]
+    if propagation == "shared":
+        assert unwatched is None
+    else:
+        assert "not shared" in unwatched
 
 
 def memory_controller_on_v1():

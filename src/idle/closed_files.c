@@ -116,6 +116,30 @@ static void watch_isolated(struct idle_closed *c, const char *dir)
                       path);
 }
 
+/* Whether the mountinfo LINE says its mount is shared: a "shared:N" among the optional
+ * fields, which end at " - " (a mount point's spaces are escaped as \040). */
+static bool mount_is_shared(const char *line)
+{
+    const char *end = strstr(line, " - ");
+    const char *tag = strstr(line, " shared:");
+    return end && tag && tag < end;
+}
+
+bool idle_closed_mounts_followed(void)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t size = 0;
+    bool all = true;
+    while (all && getline(&line, &size, f) > 0)
+        all = mount_is_shared(line);
+    free(line);
+    fclose(f);
+    return all;
+}
+
 /* True if PID's mount namespace is another than ours. */
 static bool has_own_namespace(pid_t pid)
 {
@@ -132,6 +156,9 @@ int idle_closed_watch(struct idle_closed *c, pid_t pid, const struct idle_isolat
     c->pid = pid;
     c->isolation = isolation;
     if (!has_own_namespace(pid)) {
+        c->unwatched = idle_closed_mounts_followed()
+                           ? "the command has no mount namespace of its own"
+                           : "the machine's mounts are not shared, so the command stays in them";
         errno = EINVAL;
         return -1;
     }
@@ -147,6 +174,7 @@ int idle_closed_watch(struct idle_closed *c, pid_t pid, const struct idle_isolat
         if (mounts)
             endmntent(mounts);
         idle_closed_stop(c);
+        c->unwatched = "fanotify cannot watch them here";
         errno = err;
         return -1;
     }
@@ -159,6 +187,7 @@ int idle_closed_watch(struct idle_closed *c, pid_t pid, const struct idle_isolat
     endmntent(mounts);
     if (c->nmounts == 0) {
         idle_closed_stop(c);
+        c->unwatched = "no file system here gives file handles";
         errno = EOPNOTSUPP;
         return -1;
     }

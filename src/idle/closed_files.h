@@ -33,15 +33,22 @@ struct idle_closed {
     struct idle_closed_file *files;   /* a ring of the files closed since the last write-back */
     size_t first, nfiles;
     uint64_t dropped;                 /* files the ring had no room for, or events lost */
+    const char *unwatched;            /* why closes are not watched; NULL if they are */
 };
 
 /* Nothing watched (what idle_closed_stop leaves). */
 #define IDLE_CLOSED_NONE { .fd = -1, .handles_fd = -1, .isolated_fd = -1 }
 
+/* Whether a mount namespace made now as a slave of ours goes on seeing every mount made or
+ * removed in ours: only if each of our mounts is shared. A private mount propagates nothing
+ * (the root of a machine without systemd, or of a container, is private): the background's
+ * own namespace would keep the mounts of the moment it started, so it must stay in ours. */
+bool idle_closed_mounts_followed(void);
+
 /* Watches closes after writes on the mounts of process PID's mount namespace, which must be
  * its own (the caller's own would show everyone's closes), and on the overlays of ISOLATION
- * (NULL: none). -1 with errno if it cannot; then the files the background closes are left to
- * the kernel's flushers. */
+ * (NULL: none). -1 with errno and C->unwatched if it cannot; then the files the background
+ * closes are left to the kernel's flushers. */
 int idle_closed_watch(struct idle_closed *c, pid_t pid, const struct idle_isolation *isolation);
 
 /* The descriptor to poll for new closes, or -1. */

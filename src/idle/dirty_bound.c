@@ -124,6 +124,7 @@ void idle_dirty_start(struct idle_dirty *d, const struct specx_cgroup *mem,
     pthread_mutex_init(&d->lock, NULL);
     d->wake_fd = bound ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
     d->closed_watched = idle_closed_fd(closed) >= 0;
+    d->closed_unwatched = closed->unwatched;
     d->thread_started = d->wake_fd >= 0 && pthread_create(&d->thread, NULL, flusher, d) == 0;
 }
 

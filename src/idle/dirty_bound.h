@@ -42,6 +42,7 @@ struct idle_dirty {
     /* What it did, for the report. */
     uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed, samples;
     bool closed_watched;            /* closes were seen (else left to the flushers) */
+    const char *closed_unwatched;   /* why not (closed_files.h), with the bound on */
     uint64_t closed_dropped;        /* closes seen but not kept (closed_files.h) */
 };
 

@@ -47,6 +47,7 @@ struct idle {
     struct idle_closed closed; /* the files the command closes; the dirty bound's once started */
     struct idle_isolation isolation;
     struct idle_network network;
+    bool own_mounts;         /* the command gets a mount namespace of its own (a slave) */
     pid_t pid;
     int pidfd, sigfd;
     int stop_signal;         /* the signal that interrupted the run, 0 if none */
@@ -85,10 +86,7 @@ static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
         snprintf(what, sizeof what, "cannot isolate %s", failed);
         child_fail(status_fd, 1, what, errno);
     }
-    /* The files it closes are watched on mounts of its own (closed_files.h); they follow the
-     * machine's (a slave namespace): it sees every mount made or removed outside. Where none
-     * can be had, those files are left to the kernel's flushers. */
-    if (!s->opt.nisolate && s->opt.dirty_max_bytes && unshare(CLONE_NEWNS) == 0)
+    if (s->own_mounts && unshare(CLONE_NEWNS) == 0)
         mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL);
     /* Ready: our side starts watching what the command opens, then lets it go. */
     char go;
@@ -109,6 +107,11 @@ static int start_command(struct idle *s, int *code, char *err, size_t errsize)
     int status[2], go[2];
     if (pipe2(status, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
         return specx_format_error(err, errsize, "pipe: %s", strerror(errno));
+    /* The files it closes are watched on mounts of its own (closed_files.h), which follow the
+     * machine's (a slave namespace) so that it sees every mount made or removed outside. Where
+     * they would not, it stays in ours and those files are left to the kernel's flushers.
+     * Under --isolate it has a namespace of its own already, its overlays'. */
+    s->own_mounts = !s->opt.nisolate && s->opt.dirty_max_bytes && idle_closed_mounts_followed();
     fflush(NULL);
     s->pid = fork();
     if (s->pid == 0) {

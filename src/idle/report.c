@@ -44,7 +44,7 @@ static void memory_row(FILE *out, const struct idle_memory *m)
 static void disk_row(FILE *out, const struct idle_run *run)
 {
     const struct idle_dirty *d = run->dirty;
-    char how[64], what[256];
+    char how[64], what[512];
     int n = snprintf(what, sizeof what, "%ld blocks read, %ld written; unwritten data peak "
                      "%.1f MiB", run->usage.ru_inblock, run->usage.ru_oublock,
                      (double)d->peak_bytes / MIB);
@@ -52,6 +52,9 @@ static void disk_row(FILE *out, const struct idle_run *run)
         n += snprintf(what + n, sizeof what - (size_t)n, ", %llu files written back by specx "
                       "idle (%llu after their close)", (unsigned long long)d->files_flushed,
                       (unsigned long long)d->closed_flushed);
+    if (d->closed_unwatched)
+        n += snprintf(what + n, sizeof what - (size_t)n, ", files it closed left to the "
+                      "kernel's flushers (%s)", d->closed_unwatched);
     if (d->holds)
         snprintf(what + n, sizeof what - (size_t)n, ", held %llu time%s (%.2f s)",
                  (unsigned long long)d->holds, d->holds == 1 ? "" : "s",
@@ -201,12 +204,14 @@ int idle_report_json(const char *file, const struct idle_run *run)
                "\"dirty_bound_bytes\": %llu, \"dirty_peak_bytes\": %llu, \"dirty_holds\": %llu, "
                "\"dirty_held_s\": %.6f, \"files_flushed\": %llu, \"closed_files_watched\": %s, "
                "\"closed_files_flushed\": %llu, \"closed_files_dropped\": %llu, "
-               "\"dirty_samples\": %llu},\n",
+               "\"dirty_samples\": %llu, \"closed_files_unwatched\": ",
             run->usage.ru_inblock, run->usage.ru_oublock, (unsigned long long)d->bound,
             (unsigned long long)d->peak_bytes, (unsigned long long)d->holds,
             (double)d->held_ns / 1e9, (unsigned long long)d->files_flushed,
             d->closed_watched ? "true" : "false", (unsigned long long)d->closed_flushed,
             (unsigned long long)d->closed_dropped, (unsigned long long)d->samples);
+    specx_json_string(f, d->closed_unwatched);
+    fputs("},\n", f);
     json_memory(f, run->memory);
     json_network(f, run->network);
     if (run->isolation)
