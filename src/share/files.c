@@ -73,30 +73,72 @@ static struct share_file_run *runs_where(int fd, off_t size, bool resident, size
     return runs;
 }
 
-static bool known(const struct share_files *set, const struct stat *st)
+/* How many of the pages of F's remembered runs, within its SIZE now, are not in the page
+ * cache: cachestat over each run (a job's file has a few), not a look at each page. */
+static uint64_t pages_missing(int fd, const struct share_file *f, off_t size)
+{
+    uint64_t pages = specx_pages_spanned(0, (uint64_t)size), missing = 0;
+    for (size_t r = 0; r < f->nruns && f->runs[r].first < pages; r++) {
+        uint64_t end = f->runs[r].first + f->runs[r].count;
+        uint64_t count = (end < pages ? end : pages) - f->runs[r].first;
+        int64_t cached = specx_cached_pages(fd, f->runs[r].first * SPECX_PAGE_SIZE,
+                                            count * SPECX_PAGE_SIZE);
+        if (cached >= 0 && (uint64_t)cached < count)
+            missing += count - (uint64_t)cached;
+    }
+    return missing;
+}
+
+/* The file of SET that is DEV/INO, or NULL. */
+static const struct share_file *file_of(const struct share_files *set, dev_t dev, ino_t ino)
 {
     for (size_t i = 0; i < set->n; i++)
-        if (set->files[i].dev == st->st_dev && set->files[i].ino == st->st_ino)
-            return true;
-    return false;
+        if (set->files[i].dev == dev && set->files[i].ino == ino)
+            return &set->files[i];
+    return NULL;
+}
+
+/* A copy of the runs of WAS (the file FD, remembered at the job's last turn; NULL: none) if
+ * they are still exactly its pages in the page cache: all of them there, and as many as
+ * cachestat counts in the whole file. Most of a job's files (its libraries) do not change
+ * between its turns, and mincore costs a lookup a page. *N runs, or NULL. */
+static struct share_file_run *runs_unchanged(int fd, const struct share_file *was, off_t size,
+                                             size_t *n)
+{
+    *n = 0;
+    if (!was || pages_missing(fd, was, size) != 0)
+        return NULL;
+    uint64_t remembered = 0;
+    for (size_t r = 0; r < was->nruns; r++)
+        remembered += was->runs[r].count;
+    int64_t cached = specx_cached_pages(fd, 0, (uint64_t)size);
+    struct share_file_run *runs = NULL;
+    if (cached >= 0 && (uint64_t)cached == remembered &&
+        (runs = malloc(was->nruns * sizeof *runs))) {
+        memcpy(runs, was->runs, was->nruns * sizeof *runs);
+        *n = was->nruns;
+    }
+    return runs;
 }
 
 /* Adds the file the job reaches at PATH, with its pages in the page cache now, if it is a
- * regular file not in SET yet and has any. */
-static void add_file(struct share_files *set, const char *path)
+ * regular file not in SET yet and has any; BEFORE: the set of the job's last turn. */
+static void add_file(struct share_files *set, const struct share_files *before, const char *path)
 {
     struct stat st;
     /* Only regular files: opening a job's pipe or device, even for a moment, is visible to
      * it (a pipe's reader that closes would not make its writer's next write fail). */
     if (set->n == SHARE_FILES_MAX || stat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
-        st.st_size == 0 || known(set, &st))
+        st.st_size == 0 || file_of(set, st.st_dev, st.st_ino))
         return;
     int fd = open_checked(path, st.st_dev, st.st_ino, &st);
     if (fd < 0)
         return;
     struct share_file f = { .dev = st.st_dev, .ino = st.st_ino };
     snprintf(f.path, sizeof f.path, "%s", path);
-    f.runs = runs_where(fd, st.st_size, true, &f.nruns);
+    f.runs = runs_unchanged(fd, file_of(before, st.st_dev, st.st_ino), st.st_size, &f.nruns);
+    if (!f.runs)
+        f.runs = runs_where(fd, st.st_size, true, &f.nruns);
     close(fd);
     if (f.nruns == 0) {
         free(f.runs);
@@ -111,28 +153,31 @@ static void add_file(struct share_files *set, const char *path)
     set->files[set->n++] = f;
 }
 
-/* The files PID maps (/proc/PID/map_files names each mapping's file as the process sees it). */
-static void add_mapped(struct share_files *set, pid_t pid)
+/* The files PID maps (/proc/PID/map_files names each mapping's file as the process sees it).
+ * A library's segments are consecutive mappings of one file: it is looked at once. */
+static void add_mapped(struct share_files *set, const struct share_files *before, pid_t pid)
 {
     char *text;
     size_t size;
     long len = specx_maps_read_of((int)pid, &text, &size);
     if (len < 0)
         return;
+    struct specx_mapping last = { 0 };
     for (char *line = text; line < text + len && *line;) {
         struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
-        if (m.inode == 0 || m.path[0] != '/')
+        if (m.inode == 0 || m.path[0] != '/' || (m.inode == last.inode && m.dev == last.dev))
             continue;
+        last = m;
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/map_files/%lx-%lx", (int)pid, m.start, m.end);
-        add_file(set, path);
+        add_file(set, before, path);
     }
     munmap(text, size);
 }
 
 /* The files PID has open. */
-static void add_open(struct share_files *set, pid_t pid)
+static void add_open(struct share_files *set, const struct share_files *before, pid_t pid)
 {
     char dir[32];
     snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
@@ -144,7 +189,7 @@ static void add_open(struct share_files *set, pid_t pid)
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "/proc/%d/fd/%.16s", (int)pid, e->d_name);
-        add_file(set, path);
+        add_file(set, before, path);
     }
     closedir(d);
 }
@@ -189,9 +234,10 @@ void share_files_capture(struct share_files *set, const struct specx_cgroup *cg)
     pid_t pids[SPECX_CGROUP_PROCS_MAX];
     long n = specx_cgroup_procs(cg, pids, SPECX_CGROUP_PROCS_MAX);
     struct share_files fresh = { 0 };
+    /* SET is read here without the lock: only this thread changes it. */
     for (long i = 0; i < n; i++) {
-        add_mapped(&fresh, pids[i]);
-        add_open(&fresh, pids[i]);
+        add_mapped(&fresh, set, pids[i]);
+        add_open(&fresh, set, pids[i]);
     }
     replace(set, &fresh);
 }
@@ -223,6 +269,10 @@ static void find_missing(const struct share_file *f, struct missing_list *l, uin
     int fd = open_checked(f->path, f->dev, f->ino, &st);
     if (fd < 0)
         return;
+    if (pages_missing(fd, f, st.st_size) == 0) {
+        close(fd); /* the common case: a page by page look (mincore) only where one is missing */
+        return;
+    }
     size_t nabsent;
     struct share_file_run *absent = runs_where(fd, st.st_size, false, &nabsent);
     size_t before = l->n;
@@ -267,10 +317,18 @@ static void close_all(struct missing_list *l)
 
 uint64_t share_files_missing(const struct share_files *set)
 {
-    struct missing_list l = missing_of(set, UINT64_MAX);
-    uint64_t bytes = l.pages * SPECX_PAGE_SIZE;
-    close_all(&l);
-    return bytes;
+    struct share_files copy = copy_of(set);
+    uint64_t pages = 0;
+    for (size_t i = 0; i < copy.n; i++) {
+        struct stat st;
+        int fd = open_checked(copy.files[i].path, copy.files[i].dev, copy.files[i].ino, &st);
+        if (fd < 0)
+            continue;
+        pages += pages_missing(fd, &copy.files[i], st.st_size);
+        close(fd);
+    }
+    free_set(&copy);
+    return pages * SPECX_PAGE_SIZE;
 }
 
 /* In the helper: readahead of every missing run at once (the device merges and orders them),
