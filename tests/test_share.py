@@ -345,7 +345,8 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
         assert (out / name).exists(), name
     summary = json.loads((out / "results-share.json").read_text())["summary"]
     assert set(summary) == {"all-at-once", "none", "model"}
-    assert all(m["outputs_identical"] for m in summary.values())
+    assert all(m["outputs_identical"] for m in summary.values()), \
+        json.dumps({mode: m["outputs_differing"] for mode, m in summary.items()})
     # Prefetched and unused: anonymous pages asked for that the job's next turn never mapped.
     for run in json.loads((out / "results-share.json").read_text())["runs"]["model"]:
         assert all(0 <= j["prefetched_unused_bytes"] <= j["prefetched_bytes"] for j in run["jobs"])
@@ -393,6 +394,11 @@ def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
     assert summary["none"]["slowdown"] == [9.0] and summary["none"]["outputs_identical"]
     assert summary["switch"]["makespan_s"] == 50.0 and summary["switch"]["stopped_runs"] == 1
     assert summary["all-at-once"]["outputs_identical"] is None
+    killed = dict(run(20.0, 10), jobs=[{"wall_s": 20.0, "output": "", "exit": -9}])
+    differs = share_bench.summarize({"model": [run(30.0, 100), killed]}, alone)["model"]
+    assert not differs["outputs_identical"]
+    assert differs["outputs_differing"] == [{"job": 1, "exit": -9, "exit_alone": 0,
+                                             "output_same": False}]
     assert share_bench.ratio(summary, "model", "none") == (0.3, "<")
     assert share_bench.ratio(summary, "none", "switch") == (2.0, ">")
     assert share_bench.ratio(summary, "none", "all-at-once") is None

@@ -368,12 +368,19 @@ def summarize(records, alone):
             "turn_cpu_share": median([r["turn_cpu_share"] for r in runs]),
             "slowdown": [median([r["jobs"][i]["wall_s"] / a["elapsed_s"] for r in ended])
                          for i, a in enumerate(alone)],
-            "outputs_identical": all(r["jobs"][i]["output"] == a["output"] and
-                                     r["jobs"][i]["exit"] == a["exit"]
-                                     for r in ended for i, a in enumerate(alone))
-            if ended else None,
+            "outputs_identical": not differing(ended, alone) if ended else None,
+            "outputs_differing": differing(ended, alone),
         }
     return out
+
+
+def differing(ended, alone):
+    """The jobs (numbered from 1) whose output or exit status in a run of ENDED was not the
+    one they had alone, each with its exit status there and alone."""
+    return [{"job": i + 1, "exit": r["jobs"][i]["exit"], "exit_alone": a["exit"],
+             "output_same": r["jobs"][i]["output"] == a["output"]}
+            for r in ended for i, a in enumerate(alone)
+            if (r["jobs"][i]["output"], r["jobs"][i]["exit"]) != (a["output"], a["exit"])]
 
 
 def ratio(summary, a, b, key="makespan_s"):
@@ -461,6 +468,10 @@ def markdown(result):
     ]
     for mode, m in summary.items():
         identical = {True: "yes", False: "**NO**", None: "– (none ended)"}[m["outputs_identical"]]
+        if m["outputs_differing"]:
+            identical += " (" + ", ".join(
+                f"job {d['job']}: exit {d['exit']}" + ("" if d["output_same"] else ", output")
+                for d in m["outputs_differing"]) + ")"
         lines.append(
             f"| {mode} | {fmt_makespan(m)} | {fmt_ratio(ratio(summary, mode, 'none'))} | "
             f"{fmt_faults(m)} | {fmt_faults(m, 'major_faults_first_second')} | "
