@@ -345,10 +345,15 @@ def test_the_share_benchmark_writes_its_results_and_leaves_nothing(specx, tmp_pa
         assert (out / name).exists(), name
     summary = json.loads((out / "results-share.json").read_text())["summary"]
     assert set(summary) == {"all-at-once", "none", "model"}
-    assert all(m["outputs_identical"] for m in summary.values()), \
+    # A mode whose every run was stopped at the time limit (under emulation "none" can take
+    # longer than its 120 s) has no output to compare (None); one at least must have.
+    assert all(m["outputs_identical"] is not False for m in summary.values()), \
         json.dumps({mode: m["outputs_differing"] for mode, m in summary.items()})
+    assert any(m["outputs_identical"] for m in summary.values()), json.dumps(summary)
     # Prefetched and unused: anonymous pages asked for that the job's next turn never mapped.
     for run in json.loads((out / "results-share.json").read_text())["runs"]["model"]:
+        if run["stopped_after_s"] is not None:
+            continue
         assert all(0 <= j["prefetched_unused_bytes"] <= j["prefetched_bytes"] for j in run["jobs"])
         # Each run keeps specx share's turns and prefetches, and how much of the turns'
         # time the jobs ran.
