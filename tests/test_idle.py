@@ -221,9 +221,13 @@ def test_dirty_data_is_bounded_and_written_back_in_the_idle_class(specx, clean, 
 
 
 def in_mounts(propagation):
-    """A mount namespace of the test's own whose mounts are shared, as systemd makes a
-    machine's, or private, as a container's (and this machine's, and the v2 VM's) are."""
-    return ["unshare", "--mount", "--propagation", propagation]
+    """A command that runs what follows it in a mount namespace of the test's own whose mounts
+    are shared, as systemd makes a machine's, or private, as a container's (and this
+    machine's, and the v2 VM's) are. Made private first in either case: on a machine whose
+    mounts are shared, a namespace made from them has them as peers, and the test's mounts
+    would show on the machine."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f"mount --make-r{propagation} / && exec \"$@\"", "sh"]
 
 
 @pytest.mark.root
@@ -289,7 +293,7 @@ def test_the_command_sees_mounts_made_and_removed_while_it_runs(specx, clean, tm
     proc = subprocess.Popen([*in_mounts(propagation), str(SPECX), "idle", "--json", report,
                              "--", "sh", "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=default_interrupt)
-    in_ours = ["nsenter", "-t", str(proc.pid), "-m"]  # unshare has become specx idle
+    in_ours = ["nsenter", "-t", str(proc.pid), "-m"]  # unshare and sh have become specx idle
     try:
         # Mounted once the command runs: a mount made before would be in any namespace of
         # its own as well, and its being seen would prove nothing.
