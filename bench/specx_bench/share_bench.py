@@ -349,10 +349,11 @@ def summarize(records, alone):
     longer than any that ended; if it is the median, the makespan is only known to exceed the
     limit: makespan_over_s), faults (those of a stopped run until it stopped), prefetched bytes
     and each job's slowdown against running alone; whether every output of a run that ended was
-    the job's output alone (None if none ended)."""
+    the job's output alone (None if none ended), and the jobs whose output was not."""
     out = {}
     for mode, runs in records.items():
         ended = [r for r in runs if r["stopped_after_s"] is None]
+        differ = differing(ended, alone)
         makespan = statistics.median([r["makespan_s"] if r in ended else math.inf for r in runs])
         out[mode] = {
             "makespan_s": makespan if makespan != math.inf else None,
@@ -368,8 +369,8 @@ def summarize(records, alone):
             "turn_cpu_share": median([r["turn_cpu_share"] for r in runs]),
             "slowdown": [median([r["jobs"][i]["wall_s"] / a["elapsed_s"] for r in ended])
                          for i, a in enumerate(alone)],
-            "outputs_identical": not differing(ended, alone) if ended else None,
-            "outputs_differing": differing(ended, alone),
+            "outputs_identical": not differ if ended else None,
+            "outputs_differing": differ,
         }
     return out
 
