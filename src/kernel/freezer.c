@@ -5,11 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-int specx_freezer_of(pid_t pid, struct specx_cgroup *cg)
-{
-    return specx_cgroup_of(pid, "freezer", cg);
-}
-
 int specx_freezer_set(const struct specx_cgroup *cg, bool frozen)
 {
     if (cg->version == SPECX_CG_V1)

@@ -9,9 +9,6 @@
 
 #include <stdbool.h>
 
-/* The freezer group PID (0: self) belongs to. */
-int specx_freezer_of(pid_t pid, struct specx_cgroup *cg);
-
 /* Asks the kernel to freeze (FROZEN true) or thaw CG and everything below it. Returns at once:
  * freezing completes when every task has reached a safe point (specx_freezer_wait). */
 int specx_freezer_set(const struct specx_cgroup *cg, bool frozen);

@@ -2,12 +2,8 @@
 #include "psi.h"
 #include "kfile.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 /* One line: "some avg10=0.12 avg60=0.05 avg300=0.01 total=12345". */
 static bool parse_line(const char *line, struct specx_psi_line *out)
@@ -40,22 +36,4 @@ bool specx_psi_path(const struct specx_cgroup *cg, const char *resource, char *p
                 ? snprintf(path, size, "%s/%s.pressure", cg->dir, resource)
                 : snprintf(path, size, "/proc/pressure/%s", resource);
     return n > 0 && (size_t)n < size;
-}
-
-int specx_psi_trigger(const char *path, bool full, unsigned stall_us, unsigned window_us)
-{
-    char request[64];
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_NONBLOCK | O_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int len = snprintf(request, sizeof request, "%s %u %u", full ? "full" : "some", stall_us,
-                       window_us);
-    /* The kernel takes the trigger with its terminating NUL (raw calls: kfile.h says why). */
-    if (syscall(SYS_write, fd, request, (size_t)len + 1) < 0) {
-        int saved = errno;
-        syscall(SYS_close, fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
 }
