@@ -320,18 +320,11 @@ def test_the_command_sees_mounts_made_and_removed_while_it_runs(specx, clean, tm
         assert "not shared" in unwatched
 
 
-def memory_controller_on_v1():
-    return any(line.split(":")[1].split(",").count("memory")
-               for line in pathlib.Path("/proc/self/cgroup").read_text().splitlines())
-
-
 @pytest.mark.root
 def test_the_dirty_bound_rests_while_nothing_is_written(specx, clean, tmp_path):
-    """After a calm second the bound samples only when the kernel says the command's memory
-    use moved (v1 usage thresholds) or with the memory control (every 50 ms): a sleeping
+    """After a calm second the bound samples with the memory control (every 50 ms), and on v1
+    also when the kernel says the command's memory use moved (usage thresholds): a sleeping
     command costs about 20 wakeups a second, not the 100 of the 10 ms clock."""
-    if not memory_controller_on_v1():
-        pytest.skip("usage thresholds are cgroup v1's; on v2 the bound samples on the clock")
     report = tmp_path / "r.json"
     proc = run_specx("idle", "--json", report, "--", "sleep", "4", timeout=60)
     assert proc.returncode == 0, proc.stderr

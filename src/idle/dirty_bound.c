@@ -153,23 +153,28 @@ static void close_watch(struct idle_dirty *d)
     d->resting = false;
 }
 
-/* Rests until the group's memory use leaves a window around where it is now. False where
- * the kernel cannot tell (v2), and the bound samples on. */
-static bool rest(struct idle_dirty *d)
+/* Rests: samples only with the memory control, and, where the kernel can tell (v1 usage
+ * thresholds), at once when the group's memory use leaves a window around where it is now.
+ * Where it cannot (v2), a writer that starts while the bound rests is seen at the next memory
+ * sample, IDLE_SAMPLE_NS later: the price of not waking every IDLE_DIRTY_SLOW_NS for good. */
+static void rest(struct idle_dirty *d)
 {
     close_watch(d);
-    uint64_t usage = specx_memcg_usage(d->mem), window = idle_dirty_watch_window(d->bound);
-    d->watch_fd = specx_memcg_usage_watch(d->mem, usage > window ? usage - window : 0,
-                                          usage + window);
-    d->resting = d->watch_fd >= 0;
-    return d->resting;
+    if (d->can_watch) {
+        uint64_t usage = specx_memcg_usage(d->mem), window = idle_dirty_watch_window(d->bound);
+        d->watch_fd = specx_memcg_usage_watch(d->mem, usage > window ? usage - window : 0,
+                                              usage + window);
+        d->can_watch = d->watch_fd >= 0;
+    }
+    d->resting = true;
 }
 
 /* While resting, whether the watch fired (and it is read, so that it can fire again). */
 static bool watch_fired(struct idle_dirty *d)
 {
     uint64_t count;
-    return d->resting && read(d->watch_fd, &count, sizeof count) == sizeof count;
+    return d->resting && d->watch_fd >= 0 &&
+           read(d->watch_fd, &count, sizeof count) == sizeof count;
 }
 
 /* Whether the bound rests after a sample that found little unwritten data (REST_LEVEL) or
@@ -187,8 +192,8 @@ static void settle_rest(struct idle_dirty *d, bool rest_level, bool fired, uint6
     else if (!d->calm_since_ns || fired)
         d->calm_since_ns = now_ns;
     bool calm = d->calm_since_ns && now_ns - d->calm_since_ns >= IDLE_DIRTY_CALM_NS;
-    if (calm && !d->resting && d->can_watch)
-        d->can_watch = rest(d);
+    if (calm && !d->resting)
+        rest(d);
 }
 
 void idle_dirty_tick(struct idle_dirty *d, uint64_t now_ns, bool memory_sampled)

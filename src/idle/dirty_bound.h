@@ -22,8 +22,9 @@ struct idle_dirty {
     uint64_t bound;                 /* bytes; 0: none */
     bool enabled, held;
     uint64_t due_ns;                /* the next sample, unless resting */
-    /* Resting (dirty_policy.h): the next sample comes when WATCH_FD, an eventfd, says the
-     * group's memory use moved, or with the memory control's. -1 where none can be had. */
+    /* Resting (dirty_policy.h): the next sample comes with the memory control's, or sooner
+     * when WATCH_FD, an eventfd, says the group's memory use moved; -1 where none can be had
+     * (CAN_WATCH false: v2, or the kernel refused one). */
     bool resting, can_watch;
     int watch_fd;
     uint64_t calm_since_ns;         /* little unwritten data since; 0: not now */

@@ -27,11 +27,12 @@
 struct idle_dirty_step {
     bool hold;        /* the background must be (or stay) frozen */
     bool flush;       /* start write-back of its files now */
-    /* Little unwritten data: where the kernel can tell when the group's memory use moves by
-     * idle_dirty_watch_window() (v1 usage thresholds), the next sample waits for that, or for
-     * the memory control's own (IDLE_SAMPLE_NS), instead of NEXT_NS. New data in the page
-     * cache is charged as it is written, so a writer wakes the bound within a few MiB; one
-     * rewriting pages already cached is seen at the next memory sample. */
+    /* Little unwritten data: the next sample waits for the memory control's own
+     * (IDLE_SAMPLE_NS) instead of NEXT_NS, or, where the kernel can tell when the group's
+     * memory use moves by idle_dirty_watch_window() (v1 usage thresholds), for that. New data
+     * in the page cache is charged as it is written, so there a writer wakes the bound within
+     * a few MiB; one rewriting pages already cached, or any writer on v2, is seen at the next
+     * memory sample. */
     bool rest;
     uint64_t next_ns; /* the next sample, from now */
 };
