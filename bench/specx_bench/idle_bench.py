@@ -566,6 +566,9 @@ def cpu_floor(scale, out_dir):
         for name, argv in (("pinned-apart", apart_argv), ("specx-idle", idle_argv)):
             bgs[name] = start_worker(argv)
             started.append(bgs[name][0])
+            # Stopped until its slice: the next BG, at idle priority, starts only on a CPU
+            # nobody wants (26 s here beside this one running, minutes in an emulated guest).
+            switch_to(bgs, None)
         rates = []
         for state in floor_sequence(scale["floor_cycles"]):
             switch_to(bgs, state)
