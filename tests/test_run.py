@@ -307,7 +307,8 @@ def test_a_thread_made_inside_libc_is_seen(specx, tmp_path):
     assert proc.returncode == 0 and proc.stdout == f"{4 << 20}\n"
     total = json.loads(report.read_text())["total"]
     assert total["stalls"] > 0              # the eviction worked: there was something to do
-    assert "threaded" in total["flags"] and total["spec_created"] >= 1
+    # Whole counters on failure (a string): a busy run once found no copy made, cause unknown.
+    assert "threaded" in total["flags"] and total["spec_created"] >= 1, json.dumps(total)
 
 
 def test_orphaned_grandchild_sees_the_same_parent(specx, tmp_path):
