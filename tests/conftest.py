@@ -4,11 +4,13 @@ import errno
 import os
 import pathlib
 import select
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -53,12 +55,42 @@ def specx():
     return str(SPECX)
 
 
-def run_specx(*args, check=False, timeout=120, input=None, prefix=(), **kw):
-    """Runs `PREFIX specx ARGS...` (PREFIX: a command that execs what follows, as unshare
+# An unprivileged user, for the tests that run specx as one (no passwd entry needed).
+NOBODY = 65534
+# Build directories that hold components (src/common/paths.c searches the same ones).
+COMPONENT_DIRS = ["src/cli", "src/slowfs", "src/share", "src/idle", "src/runtime", "bench",
+                  "bench/programs"]
+
+
+@pytest.fixture(scope="session")
+def unprivileged_build():
+    """(build directory, environment) from which NOBODY can run specx and the programs the tests
+    build. The build itself where every directory above it lets others through; else (a clone in
+    a home directory of mode 0700, as on a machine that never ran the suite) a copy in a
+    world-readable temporary directory, whose components specx finds through
+    SPECX_LIBEXEC_PATH."""
+    probe = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             "test", "-x", str(SPECX)]
+    if not IS_ROOT or subprocess.run(probe).returncode == 0:
+        yield BUILD, {}
+        return
+    top = pathlib.Path(tempfile.mkdtemp(prefix="specx-build-"))
+    try:
+        top.chmod(0o755)
+        copy = top / "build"
+        shutil.copytree(BUILD, copy, symlinks=True,
+                        ignore=shutil.ignore_patterns("*.p", "meson-*", "*.o"))
+        yield copy, {"SPECX_LIBEXEC_PATH": ":".join(str(copy / d) for d in COMPONENT_DIRS)}
+    finally:
+        shutil.rmtree(top)
+
+
+def run_specx(*args, check=False, timeout=120, input=None, prefix=(), exe=SPECX, **kw):
+    """Runs `PREFIX EXE ARGS...` (EXE the built specx unless told; PREFIX: a command that execs what follows, as unshare
     does) and returns the CompletedProcess (text mode). Past TIMEOUT the whole process group
     goes (SIGTERM, then SIGKILL), not `specx` alone: a benchmark killed alone in the v2 VM left
     its spinners and specx idle running, and the tests after it timed out in turn."""
-    with subprocess.Popen([*prefix, str(SPECX), *map(str, args)], stdout=subprocess.PIPE,
+    with subprocess.Popen([*prefix, str(exe), *map(str, args)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, stdin=None if input is None else subprocess.PIPE,
                           text=True, start_new_session=True, **kw) as proc:
         try:

@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import (BUILD, SPECX as SPECX_CMD, copies_get_cpu, drop_caches,
+from conftest import (BUILD, NOBODY, SPECX as SPECX_CMD, copies_get_cpu, drop_caches,
                       only_files_cold, run_specx, slowfs_mount)
 
 PY = sys.executable  # the interpreter itself, not a launcher script that forks and execs
@@ -138,11 +138,12 @@ def test_a_static_program_is_served_from_outside(specx, tmp_path, cold_tree):
 
 
 @pytest.mark.root
-def test_the_supervisor_serves_an_unprivileged_user(specx):
+def test_the_supervisor_serves_an_unprivileged_user(unprivileged_build):
     """What the kernel gives an unprivileged supervisor is enough: as nobody, over files it does
     not own (the page cache's state of them is not told to it, so every page is taken for
     missing), the static reader's copies are made and served; its output is its own."""
-    treesum = BUILD / "bench" / "programs" / "treesum-static"
+    build, env = unprivileged_build
+    treesum = build / "bench" / "programs" / "treesum-static"
     if not treesum.exists():
         pytest.skip("treesum-static was not built (no static C library here)")
     top = pathlib.Path(tempfile.mkdtemp(prefix="specx-run-nobody-"))
@@ -155,9 +156,10 @@ def test_the_supervisor_serves_an_unprivileged_user(specx):
         with slowfs_mount(backing, top / "mnt", "--preset", "paper2003") as mnt:
             plain = subprocess.run([treesum, mnt], capture_output=True, text=True, timeout=60)
             drop_caches()
-            as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-            proc = subprocess.run([*as_nobody, specx, "run", "--json", "-", "--",
-                                   treesum, mnt], capture_output=True, text=True, timeout=120)
+            as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            proc = subprocess.run([*as_nobody, build / "specx", "run", "--json", "-", "--",
+                                   treesum, mnt], capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **env})
         out, _, json_text = proc.stdout.partition("{")
         report = json.loads("{" + json_text)
         assert (proc.returncode, out) == (0, plain.stdout), proc.stderr

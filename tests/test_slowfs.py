@@ -382,16 +382,17 @@ def test_busy_mountpoint_is_refused(mounted, workdir):
     check_refused([other, mnt], "already a mount point")
 
 
-def test_non_root_is_refused(workdir):
+def test_non_root_is_refused(workdir, unprivileged_build):
     (workdir / "b").mkdir()
     (workdir / "m").mkdir()
     nobody = pwd.getpwnam("nobody")
+    build, env = unprivileged_build
 
     def become_nobody():
         os.setgid(nobody.pw_gid)
         os.setuid(nobody.pw_uid)
-    check_refused([workdir / "b", workdir / "m"], "must be run as root",
-                  preexec_fn=become_nobody)
+    check_refused([workdir / "b", workdir / "m"], "must be run as root", exe=build / "specx",
+                  env={**os.environ, **env}, preexec_fn=become_nobody)
 
 
 def test_stats_and_unmount_refuse_other_directories(workdir):
