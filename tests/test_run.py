@@ -648,10 +648,10 @@ def test_copies_that_never_predict_are_retired(specx, tmp_path):
     backing = tmp_path / "backing"
     backing.mkdir()
     write_chain(backing / "chain.bin", 16384, 5)   # 64 MiB: hop after hop misses the cache
-    chase = [str(BUILD / "bench" / "programs" / "chase"), "--hops", "800"]
+    chase = [str(BUILD / "bench" / "programs" / "chase"), "--hops", "600"]
     plain = subprocess.run([*chase, backing / "chain.bin"], capture_output=True, text=True,
                            check=True).stdout
-    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "1") as mnt:
+    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "5") as mnt:
         drop_caches()
         # Each copy must get into its sandbox to be judged, busy machine or not.
         with copies_get_cpu(mnt / "chain.bin"):
@@ -660,11 +660,12 @@ def test_copies_that_never_predict_are_retired(specx, tmp_path):
     total = report["total"]
     # Eight in a row predicted nothing, then no more. A copy may still predict a hop now and
     # then (one that reaches the stalled read after the program's data arrived reads the real
-    # next offset), which earns it trust and a prefetch and starts the count again: so what is
-    # guaranteed is that copies stop, not that none ever prefetched (CI saw 18 copies and 2
-    # prefetches among 798 stalls).
+    # next offset), which earns it trust and starts the count again; how often depends on how
+    # soon the machine runs it. So the bound follows the useful ones: at most seven useless
+    # copies before each, eight after the last, and one still unjudged at the end.
     assert "never_predicted" in total["flags"], total
-    assert 8 <= total["spec_created"] <= total["stalls"] // 10, total
+    useful = total["spec_judged_useful"]
+    assert 8 <= total["spec_created"] <= 8 * useful + 8 + 1, total
     assert "speculation stopped: in 1 process copies never predicted the next read" in \
         proc.stderr
 

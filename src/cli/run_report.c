@@ -278,6 +278,8 @@ void run_report_table(FILE *out, const struct run_result *r)
             (double)SPECX_COPY_STUCK_NS / 1e9);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " predictions logged, kept from the disk\n",
             "  dry (predicting only, until trusted)", t->spec_dry, t->spec_predictions);
+    fprintf(out, "  %-40s %12" PRIu64 "  the program read one of their predictions at least\n",
+            "  useful", t->spec_judged_useful);
     print_memory_control(out, r);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " to RANDOM, %" PRIu64 " back to NORMAL\n",
             "readahead switches", t->fadv_random + t->fadv_normal, t->fadv_random,

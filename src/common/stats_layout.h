@@ -37,6 +37,7 @@
     X(spec_idle_ended,   "speculative processes that ended themselves, idle (copy_idle.h)") \
     X(spec_stuck_ended,  "speculative processes that ended themselves, stuck waiting (copy_idle.h)") \
     X(spec_dry,          "of those created, dry ones: they only predict (trust.h, §6.1)") \
+    X(spec_judged_useful, "speculative processes the program read a prediction of (backoff.h)") \
     X(spec_predictions,  "would-be prefetches dry speculative processes logged, not issued") \
     X(fadv_random,       "descriptors switched to POSIX_FADV_RANDOM") \
     X(fadv_normal,       "descriptors switched back to POSIX_FADV_NORMAL") \

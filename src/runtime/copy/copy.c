@@ -59,6 +59,8 @@ static void judge_copy(bool on_track)
 {
     struct specx_tally t = specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
     specx_trust_judge(t);
+    if (t.hits > 0)
+        SPECX_COUNT(spec_judged_useful, 1);
     if (specx_backoff_judged(copy_dev, copy_ino, t.hits > 0)) {
         __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
         specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
