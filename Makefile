@@ -6,7 +6,7 @@ DESTDIR  ?=
 BUILDDIR ?= build
 PYTHON   ?= python3
 
-.PHONY: all build deps demo test test-long test-v2 bench install clean
+.PHONY: all build deps demo test test-long test-fresh test-v2 bench install clean
 
 all: build
 
@@ -29,6 +29,10 @@ test: deps build
 test-long: deps build
 	meson test -C $(BUILDDIR) --print-errorlogs
 	SPECX_TEST_LONG=1 $(PYTHON) -m pytest tests
+
+# make test on a fresh clone as a machine that never ran the suite would see it (scripts/test-fresh).
+test-fresh: deps
+	scripts/test-fresh HEAD -- test
 
 # The tests of what reads and writes cgroups, in a virtual machine with only cgroup v2 (this
 # machine's memory controller is on v1; most users' is on v2). See scripts/cgroup2-vm.
