@@ -111,9 +111,9 @@ LOW_DESCRIPTORS = pytest.mark.xfail(
 def test_the_copies_send_no_flush_and_no_write(specx, tmp_path, cold_files, mechanism, numbers,
                                                busy_loops):
     """The program reads cold files and writes one, its descriptors where open puts them
-    (low) or moved to 64 and above (high): every file sees the same FLUSH requests and writes
-    with and without specx, and no FLUSH from anyone but the description's opener (the copies'
-    own read-only descriptions are theirs to flush)."""
+    (low) or moved to 64 and above (high): every file sees the same writes with and without
+    specx, the written one the same FLUSH requests, and no FLUSH from anyone but the
+    description's opener (the copies' own read-only descriptions are theirs to flush)."""
     mnt, files = cold_files
     placement = ["--high"] if numbers == "high" else []
     deltas = {}
@@ -138,8 +138,13 @@ def test_the_copies_send_no_flush_and_no_write(specx, tmp_path, cold_files, mech
     assert plain["out-OUT"]["writes"] == FILES and plain["out-OUT"]["flushes"] > 0
     assert spec["out-OUT"] == plain["out-OUT"]
     for name in plain:
-        assert spec[name]["foreign_flushes"] == plain[name]["foreign_flushes"] == 0, name
         assert spec[name]["writes"] == plain[name]["writes"], name
+        # The supervisor opens the files its copy opens and hands it the description
+        # (SECCOMP_IOCTL_NOTIF_ADDFD): the copy's close of it is a FLUSH from another process
+        # than the opener, on a description of specx's own. Only the program's output, which
+        # no copy opens, tells the two apart there.
+        if mechanism == "preload" or name == "out-OUT":
+            assert spec[name]["foreign_flushes"] == plain[name]["foreign_flushes"] == 0, name
 
 
 def _tcp_pair():
@@ -153,7 +158,7 @@ def _tcp_pair():
 @pytest.mark.parametrize("kind", ["pipe", "tcp"])
 def test_the_other_end_sees_the_close_at_once(specx, tmp_path, cold_files, mechanism, kind,
                                                busy_loops):
-    """The program reads a cold file (a copy is made there), then writes the time and closes
+    """The program reads cold files (copies are made there), then writes the time and closes
     its end of a pipe or TCP connection, then goes on reading cold files (its copies live on):
     the reader sees end of file (the peer a FIN) as soon as the program closed, not when its
     copies end."""
@@ -175,7 +180,8 @@ def test_the_other_end_sees_the_close_at_once(specx, tmp_path, cold_files, mecha
             eof_at = time.monotonic_ns()
         assert proc.returncode == 0
         assert copies_made(report, mechanism) > 0, "no copy was made: nothing was tested"
-        assert eof_at - closed_at < PROMPTLY_NS, f"end of file {(eof_at - closed_at) / 1e6:.1f} ms late"
+        late_ms = (eof_at - closed_at) / 1e6
+        assert eof_at - closed_at < PROMPTLY_NS, f"end of file {late_ms:.1f} ms after the close"
     finally:
         if end >= 0:
             os.close(end)
@@ -188,11 +194,12 @@ def test_the_other_end_sees_the_close_at_once(specx, tmp_path, cold_files, mecha
 @pytest.mark.parametrize("how", ["close", "unlock"])
 def test_a_flock_is_free_once_the_program_lets_go(specx, tmp_path, cold_files, mechanism, how,
                                                   busy_loops):
-    """The program holds a flock while it reads a cold file (a copy is made there), then
+    """The program holds a flock while it reads cold files (copies are made there), then
     releases it by closing its only descriptor (close) or with LOCK_UN (unlock), then goes on
-    reading cold files: the lock can be taken at once, as soon as the program says it let go. A copy holding the open file description
-    would keep a lock released by close alive (LOCK_UN releases it whoever holds the
-    description: that case holds by construction and is kept as a guard)."""
+    reading cold files: the lock can be taken as soon as the program says it let go. A copy
+    holding the open file description would keep a lock released by close alive (LOCK_UN
+    releases it whoever holds the description: that case holds by construction and is kept
+    as a guard)."""
     _, files = cold_files
     lock = tmp_path / "lock"
     lock.touch()
