@@ -5,6 +5,7 @@
  * status. Asked for no report, specx run becomes the command (exec), so that its process id,
  * its parent and the way it ends (a core dump included) are the command's own; asked for a
  * report, it waits for the command and reports the statistics its processes kept. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -308,6 +309,36 @@ static bool watch_from_outside(struct run_sampler *sampler, pid_t pid, bool supe
     return run_sampler_start(sampler, pid, &hooks);
 }
 
+/* What specx run keeps of the descriptors the command inherited, once the command has them.
+ * A parent that held on to them would be one more user of the command's files: the reader of
+ * a pipe the command closed would wait for specx run's end to see end of file, a TCP peer for
+ * its FIN, a writer to the command's standard input for its EPIPE. specx run's own
+ * descriptors are close-on-exec; every other one above 2 is the command's and is closed here.
+ * Standard input becomes /dev/null, and standard output too unless a report goes there;
+ * standard error stays, for specx run's own messages. */
+static void let_go_of_inherited(bool keep_stdout)
+{
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        if (!keep_stdout)
+            dup2(null, STDOUT_FILENO);
+        close(null);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        int fd = atoi(e->d_name);
+        int flags = e->d_name[0] == '.' || fd <= STDERR_FILENO || fd == dirfd(d)
+                        ? FD_CLOEXEC
+                        : fcntl(fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC))
+            close(fd);
+    }
+    closedir(d);
+}
+
 /* Runs the command; fills exit status or signal. Returns -1 if it could not be started
  * (after saying why), with the status a shell would give in *failure. */
 static int run_command(char **argv, const struct options *o, const char *lib,
@@ -327,6 +358,7 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     }
     command_pid = pid;
     close(pipefd[1]);
+    let_go_of_inherited(o->json && strcmp(o->json, "-") == 0);
     if (o->speculation)
         run_oom_guard_start(pid, o->verbose);
     int err = 0;

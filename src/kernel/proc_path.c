@@ -52,3 +52,25 @@ void specx_proc_pid_path(char buf[SPECX_PROC_PID_PATH_MAX], int pid, const char 
     memcpy(p, name, n);
     p[n] = '\0';
 }
+
+void specx_proc_task_fd_path(char buf[SPECX_PROC_TASK_FD_PATH_MAX], int pid, int tid,
+                             const char *dir, int fd)
+{
+    static const char prefix[] = "/proc/", task[] = "/task/";
+    char *p = buf;
+    memcpy(p, prefix, sizeof prefix - 1);
+    p = append_number(p + sizeof prefix - 1, (unsigned long)pid, 10);
+    memcpy(p, task, sizeof task - 1);
+    p = append_number(p + sizeof task - 1, (unsigned long)tid, 10);
+    *p++ = '/';
+    size_t n = strlen(dir);
+    if (n > 6)
+        n = 6;
+    memcpy(p, dir, n);
+    p += n;
+    if (fd >= 0) {
+        *p++ = '/';
+        p = append_number(p, (unsigned long)fd, 10);
+    }
+    *p = '\0';
+}

@@ -70,6 +70,7 @@ static int mount_and_serve(const struct slowfs_options *o)
     struct slowfs_state st = {
         .backing = backing,
         .max_background = max_background_for(o->device.disks),
+        .count_flushes = o->count_flushes,
     };
     st.backing_fd = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (st.backing_fd < 0)
@@ -89,7 +90,8 @@ static int mount_and_serve(const struct slowfs_options *o)
 
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     build_fuse_args(&args, backing);
-    struct fuse *f = fuse_new(&args, &slowfs_operations, sizeof slowfs_operations, &st);
+    const struct fuse_operations *ops = slowfs_operations_for(o->count_flushes);
+    struct fuse *f = fuse_new(&args, ops, sizeof *ops, &st);
     fuse_opt_free_args(&args);
     if (!f)
         specx_die(1, "cannot set up the file system");

@@ -11,6 +11,7 @@
 enum {
     OPT_DISKS = 256, OPT_PLACEMENT, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
     OPT_NO_PRIORITY, OPT_MODEL_WRITES, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
+    OPT_COUNT_FLUSHES,
 };
 
 static const struct option long_options[] = {
@@ -27,6 +28,7 @@ static const struct option long_options[] = {
     { "model-writes", no_argument, NULL, OPT_MODEL_WRITES },
     { "seed", required_argument, NULL, OPT_SEED },
     { "daemon", no_argument, NULL, 'd' },
+    { "count-flushes", no_argument, NULL, OPT_COUNT_FLUSHES },
     { "stats", no_argument, NULL, OPT_STATS },
     { "json", no_argument, NULL, OPT_JSON },
     { "unmount", no_argument, NULL, OPT_UNMOUNT },
@@ -66,6 +68,8 @@ void options_usage(FILE *out)
         "\n"
         "Running:\n"
         "  -d, --daemon                 return once mounted and serve in the background\n"
+        "      --count-flushes          answer FLUSH (one request per close) and count it,\n"
+        "                               and writes, per file (xattr user.specx.slowfs.file)\n"
         "      --stats MOUNTPOINT       print the device's statistics (--json for JSON)\n"
         "      --unmount MOUNTPOINT     unmount and wait for the server to exit\n"
         "  -h, --help                   show this help\n"
@@ -212,6 +216,7 @@ int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, 
         case 'h': help = true; break;
         case 'V': version = true; break;
         case OPT_JSON: out->json = true; break;
+        case OPT_COUNT_FLUSHES: out->count_flushes = true; break;
         case OPT_STATS:
             if (set_action(out, ACTION_STATS, err, errsize))
                 return -1;

@@ -16,6 +16,7 @@ struct slowfs_options {
     struct slowfs_config device; /* the preset with explicit options applied */
     bool daemonize;              /* -d: return once mounted, serve in the background */
     bool json;                   /* --stats: JSON instead of a table */
+    bool count_flushes;          /* answer FLUSH and count it per file (file_counts.h) */
     const char *backing;         /* ACTION_MOUNT */
     const char *mountpoint;      /* ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT */
 };

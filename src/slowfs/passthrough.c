@@ -21,6 +21,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "file_counts.h"
 #include "ioclass.h"
 
 /* An open file: its descriptor on the backing file and the disk its first stripe unit lives
@@ -29,6 +30,7 @@
 struct open_file {
     int fd;
     uint64_t first_disk;
+    pid_t opener; /* the thread that opened it (file_counts.h) */
 };
 
 /* An open directory being listed. */
@@ -226,6 +228,7 @@ static int attach_file(int fd, struct fuse_file_info *fi)
     }
     of->fd = fd;
     of->first_disk = st.st_ino;
+    of->opener = fuse_get_context()->pid;
     fi->fh = (uintptr_t)of;
     fi->keep_cache = 1;
     return 0;
@@ -294,6 +297,8 @@ static int sf_write(const char *path, const char *buf, size_t size, off_t offset
         return -errno;
     device_write(state()->device, of->first_disk, (uint64_t)offset, (uint64_t)n,
                  requester_class(), arrival);
+    if (state()->count_flushes)
+        file_counts_write((ino_t)of->first_disk);
     return (int)n;
 }
 
@@ -302,10 +307,18 @@ static int sf_statfs(const char *path, struct statvfs *st)
     return neg_errno(fstatvfs(state()->backing_fd, st));
 }
 
-/* No flush operation: the kernel then stops sending FLUSH at every close(2) (one round trip
- * to this daemon each, a third of a warm `grep -r`'s requests). Nothing is lost: POSIX locks
- * are kept by the kernel, not passed on, and the backing files are local, so closing a
- * duplicate of the backing descriptor would report no write error that fsync does not. */
+/* No flush operation unless --count-flushes: the kernel then stops sending FLUSH at every
+ * close(2) (one round trip to this daemon each, a third of a warm `grep -r`'s requests).
+ * Nothing is lost: POSIX locks are kept by the kernel, not passed on, and the backing files
+ * are local, so closing a duplicate of the backing descriptor would report no write error
+ * that fsync does not. With it, FLUSH is answered and only counted (file_counts.h). */
+static int sf_flush(const char *path, struct fuse_file_info *fi)
+{
+    struct open_file *of = file_of(fi);
+    file_counts_flush((ino_t)of->first_disk, fuse_get_context()->pid != of->opener);
+    return 0;
+}
+
 static int sf_release(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = file_of(fi);
@@ -358,6 +371,11 @@ static int sf_getxattr(const char *path, const char *name, char *value, size_t s
         return reply_stats(device_stats_json(state()->device), value, size);
     if (strcmp(path, "/") == 0 && strcmp(name, SLOWFS_TABLE_XATTR) == 0)
         return reply_stats(device_stats_table(state()->device), value, size);
+    struct stat st;
+    if (state()->count_flushes && strcmp(name, SLOWFS_FILE_XATTR) == 0)
+        return fstatat(state()->backing_fd, rel(path), &st, AT_SYMLINK_NOFOLLOW) < 0
+                   ? -errno
+                   : reply_stats(file_counts_json(st.st_ino), value, size);
     char full[PATH_MAX];
     int ret = backing_path(path, full, sizeof full);
     if (ret)
@@ -471,7 +489,7 @@ static off_t sf_lseek(const char *path, off_t off, int whence, struct fuse_file_
     return ret < 0 ? -errno : ret;
 }
 
-const struct fuse_operations slowfs_operations = {
+static const struct fuse_operations slowfs_operations = {
     .init = sf_init,
     .getattr = sf_getattr,
     .readlink = sf_readlink,
@@ -505,3 +523,13 @@ const struct fuse_operations slowfs_operations = {
     .fallocate = sf_fallocate,
     .lseek = sf_lseek,
 };
+
+const struct fuse_operations *slowfs_operations_for(bool count_flushes)
+{
+    static struct fuse_operations counting;
+    if (!count_flushes)
+        return &slowfs_operations;
+    counting = slowfs_operations;
+    counting.flush = sf_flush;
+    return &counting;
+}

@@ -12,15 +12,19 @@
  * statistics: no file appears in the tree (grep -r would read it) and no socket is needed. */
 #define SLOWFS_STATS_XATTR "user.specx.slowfs.stats"
 #define SLOWFS_TABLE_XATTR "user.specx.slowfs.stats.table"
+/* ... and of any file, with --count-flushes: its counts (file_counts.h) as JSON. */
+#define SLOWFS_FILE_XATTR "user.specx.slowfs.file"
 
 struct slowfs_state {
     int backing_fd;          /* the backing directory; every operation is relative to it */
     const char *backing;     /* its absolute path, for the few calls that lack an *at form */
     struct device *device;
     unsigned max_background; /* asynchronous requests the kernel may have in flight */
+    bool count_flushes;      /* --count-flushes */
 };
 
-/* The operations; fuse_new() takes the state as private data. */
-extern const struct fuse_operations slowfs_operations;
+/* The operations; fuse_new() takes the state as private data. With COUNT_FLUSHES, FLUSH is
+ * answered and counted per file (file_counts.h); without, the kernel stops sending it. */
+const struct fuse_operations *slowfs_operations_for(bool count_flushes);
 
 #endif

@@ -1,11 +1,13 @@
-/* The supervisor's copy's descriptors, as the supervisor keeps them. The copy shares its
- * inherited descriptions with the program, offsets included, so it never moves one: every
- * call that uses an offset is served here (serve.h), at the copy's own position, kept in this
- * table from the position the description had at the clone. The filter lets the copy make no
- * descriptor but through an open served here, so the table knows every one it holds. */
+/* The supervisor's copy's descriptors, as the supervisor keeps them. The copy holds none of
+ * the program's descriptions (outside_copy.c takes them away at the clone): its inherited
+ * descriptors exist only here, each with an O_PATH reference of the supervisor's to the file
+ * and the position its description had at the clone, and every call that uses one is served
+ * here (serve.h), at the copy's own position. The filter lets the copy make no descriptor but
+ * through an open served here, so the table knows every one it holds. */
 #ifndef SPECX_COPY_FDS_H
 #define SPECX_COPY_FDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,19 +26,22 @@ enum copy_fd_kind {
 struct copy_fd {
     enum copy_fd_kind kind;
     int own;           /* the supervisor's own description of the same file, or -1 */
+    int path;          /* COPY_FD_INHERITED: an O_PATH descriptor of its file, or -1 */
+    bool in_copy;      /* the copy's table holds it (opened for it); else only this one does */
     uint64_t pos;      /* the copy's offset (files; a directory's is its description's) */
     uint64_t read_end; /* where the copy's last read of it ended (sequential detection) */
 };
 
 struct copy_fds {
     pid_t pid;
-    int pidfd;
     struct copy_fd fd[COPY_FDS_MAX];
 };
 
-/* Records the descriptors PID (the copy, not yet running) inherited, with the positions and
- * access modes of their descriptions now. Returns 0 or -errno. */
-int copy_fds_capture(struct copy_fds *t, pid_t pid, int pidfd);
+/* Records the descriptors PID (the copy, not yet running, still sharing the program's table)
+ * inherited, with the positions and access modes of their descriptions now and an O_PATH
+ * reference to each file (which neither opens it nor closes the program's description).
+ * Returns 0 or -errno. */
+int copy_fds_capture(struct copy_fds *t, pid_t pid);
 
 /* The entry of descriptor FD, looked at on first use; NULL if FD is not open or too high. */
 struct copy_fd *copy_fds_resolve(struct copy_fds *t, int fd);

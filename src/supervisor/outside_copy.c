@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,10 +42,11 @@ static long call(struct held_thread *t, long nr, uint64_t a0, uint64_t a1, uint6
 
 /* The program's thread makes the clone: a process of one thread (no CLONE_VM, CLONE_THREAD),
  * a sibling of the program (CLONE_PARENT: specx run reaps it; the program's wait never sees
- * it), traced from its first instruction (CLONE_PTRACE: it waits for its sandbox). */
+ * it), traced from its first instruction (CLONE_PTRACE: it waits for its sandbox), sharing the
+ * program's descriptor table (CLONE_FILES) until detach_fds gives it one of its own. */
 static pid_t clone_from(struct held_thread *t, struct held_thread *copy)
 {
-    long pid = call(t, SYS_clone, CLONE_PARENT | CLONE_PTRACE, 0, 0);
+    long pid = call(t, SYS_clone, CLONE_PARENT | CLONE_PTRACE | CLONE_FILES, 0, 0);
     if (pid <= 0)
         return pid < 0 ? (pid_t)pid : -ECHILD;
     int err = held_adopt(copy, (pid_t)pid, t);
@@ -54,6 +56,15 @@ static pid_t clone_from(struct held_thread *t, struct held_thread *copy)
         return err;
     }
     return (pid_t)pid;
+}
+
+/* The copy's first call, made while the program's thread is still held: a table of its own
+ * without the program's descriptions (privatize.h, specx_detach_fds), so that it never holds
+ * a pipe, a socket or a flock of the program's once the program goes on, and never closes
+ * one at its end. Its inherited descriptors live on in the supervisor's table (copy_fds.h). */
+static int detach_fds(struct held_thread *copy)
+{
+    return (int)call(copy, SYS_close_range, 0, ~0u, CLOSE_RANGE_UNSHARE);
 }
 
 /* See outside_copy.h: the copy is looked at again, its maps being fixed at the clone. */
@@ -203,16 +214,22 @@ enum outside_refusal outside_copy_make(struct held_thread *t, struct outside_cop
     *c = (struct outside_copy){ .pid = 0, .pidfd = -1, .listener = -1 };
     struct held_thread copy;
     pid_t pid = clone_from(t, &copy);
+    int detached = -ECHILD;
     if (pid > 0) {
         c->pid = pid;
         c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         /* The offsets the copy starts from, taken before the program moves on. */
-        copy_fds_capture(&c->fds, pid, c->pidfd);
+        copy_fds_capture(&c->fds, pid);
+        detached = detach_fds(&copy);
     }
     held_release(t);
     c->from_tid = t->tid;
     if (pid <= 0)
         return OUTSIDE_FAILED;
+    if (detached < 0) { /* it must not run holding the program's table */
+        outside_copy_end(c);
+        return OUTSIDE_FAILED;
+    }
     enum outside_refusal why = OUTSIDE_MADE;
     bool shared = outside_copy_maps_shared_memory(pid);
     if (shared && !outside_copy_can_privatize())

@@ -416,6 +416,20 @@ static void serve_open(struct served_copy *c, const struct seccomp_notif *req)
     c->counts->opens++;
 }
 
+/* A descriptor the copy inherited exists only in the supervisor's table (copy_fds.h): its
+ * close succeeds there, as the program's would; one opened for the copy is closed in it. */
+static void serve_close(struct served_copy *c, const struct seccomp_notif *req)
+{
+    int fd = (int)req->data.args[0];
+    const struct copy_fd *f = fd >= 0 && fd < COPY_FDS_MAX ? &c->oc.fds.fd[fd] : NULL;
+    bool inherited = f && f->kind != COPY_FD_NONE && !f->in_copy;
+    copy_fds_closed(&c->oc.fds, fd);
+    if (inherited)
+        answer(c, req, 0, 0);
+    else
+        let_through(c, req);
+}
+
 bool serve_call(struct served_copy *c, const struct seccomp_notif *req)
 {
     int64_t v;
@@ -426,8 +440,7 @@ bool serve_call(struct served_copy *c, const struct seccomp_notif *req)
         c->counts->calls++;
         return true;
     case SYS_close:
-        copy_fds_closed(&c->oc.fds, (int)req->data.args[0]);
-        let_through(c, req);
+        serve_close(c, req);
         c->counts->calls++;
         return true;
     case SYS_lseek: v = serve_lseek(c, req); break;

@@ -573,11 +573,25 @@ _Static_assert(sizeof attempts / sizeof attempts[0] <= MAX_ATTEMPTS, "raise MAX_
 
 /* --- the child ------------------------------------------------------------------------------- */
 
+/* The child is cloned as the runtime clones its copy (copy/copy.c): sharing the parent's
+ * descriptor table, which it leaves at once for one of its own filled from the parent's. */
+static pid_t clone_like_the_runtime(void)
+{
+    pid_t parent = getpid(), thread = (pid_t)syscall(SYS_gettid);
+    long pid = syscall(SYS_clone, (unsigned long)(CLONE_FILES | SIGCHLD), NULL, NULL, NULL, 0UL);
+    if (pid == 0) {
+        int err = specx_detach_fds();
+        report->enter_status = err ? err : specx_privatize_fds(parent, thread);
+    }
+    return (pid_t)pid;
+}
+
 static _Noreturn void run_child(void)
 {
     struct specx_region keep = {report, sizeof *report};
     bool copied;
-    report->enter_status = specx_sandbox_snapshot(&keep, 1, &copied);
+    if (report->enter_status == 0)
+        report->enter_status = specx_sandbox_snapshot(&keep, 1, &copied);
     if (report->enter_status == 0)
         report->enter_status = specx_sandbox_seal(&report->wait_word);
     if (report->enter_status == 0) {
@@ -961,9 +975,9 @@ int main(int argc, char **argv)
     if (utimensat(AT_FDCWD, path_in_dir("file"), times, 0) < 0)
         die("utimensat");
 
-    pid_t child = fork();
+    pid_t child = clone_like_the_runtime();
     if (child < 0)
-        die("fork");
+        die("clone");
     if (child == 0)
         run_child();
     while (!report->done)

@@ -68,7 +68,8 @@ static void test_explicit_options_override_preset(void)
     CHECK(o.device.disks == 1 && o.device.latency_ms == 3.5 && o.device.bandwidth_mbps == 160);
     CHECK(!o.device.priority && o.daemonize && o.device.bus_mbps == 0 && o.device.seed == 42);
     CHECK(PARSE(&o, "--model-writes", "-p", "hdd", "/b", "/m") == 0);
-    CHECK(o.device.model_writes && o.device.disks == 1);
+    CHECK(o.device.model_writes && o.device.disks == 1 && !o.count_flushes);
+    CHECK(PARSE(&o, "--count-flushes", "/b", "/m") == 0 && o.count_flushes);
     CHECK(PARSE(&o, "-p", "object-store", "--disks", "8", "--stripe-kb", "128",
                 "--jitter-pct", "10", "--bandwidth-mbps", "50", "--metadata-latency-ms", "2",
                 "/b", "/m") == 0);

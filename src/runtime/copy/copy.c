@@ -247,8 +247,7 @@ static void become_speculative(pid_t program)
         { specx.slot, SPECX_STATS_PAGE },
     };
     /* The left-out regions are filled from the program only once the copy is sealed: the
-     * filter allows userfaultfd (the copy's own memory), and the sandbox would otherwise
-     * replace the descriptor with /dev/null like any descriptor it cannot re-open. */
+     * filter allows userfaultfd (the copy's own memory). */
     bool copied_shared = false;
     if (specx_sandbox_snapshot(keep, sizeof keep / sizeof keep[0], &copied_shared) < 0)
         fail_to_enter();
@@ -304,9 +303,17 @@ static bool clone_speculative(void)
     }
     /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
      * pthread_atfork handlers of the program run for it. Made by a thread of a multi-threaded
-     * program, it copies that thread alone, as fork does. */
-    long pid = syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
+     * program, it copies that thread alone, as fork does. CLONE_FILES: the copy starts with
+     * the program's table instead of a copy of it, and takes one of its own at once holding
+     * none of the program's descriptions (privatize.h). */
+    pid_t thread = (pid_t)syscall(SYS_gettid);
+    long pid = syscall(SYS_clone, (unsigned long)CLONE_FILES, NULL, NULL, NULL, 0UL);
     if (pid == 0) {
+        if (specx_detach_fds() < 0)
+            fail_to_enter();
+        specx_control_report_detached(ctl, ctl->generation);
+        if (specx_privatize_fds(program, thread) < 0)
+            fail_to_enter();
         if (specx_lazy_reserve(&lazy_set, program) < 0)
             _exit(127);
         return true;
@@ -315,6 +322,9 @@ static bool clone_speculative(void)
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;
+    /* Until the copy let go of them it holds the program's descriptions: a close by the
+     * program meanwhile would not end a pipe or connection or release a flock. */
+    specx_control_wait_detached(ctl, ctl->generation, READY_TIMEOUT_NS);
     specx.copy = (pid_t)pid;
     copy_thread = specx.manager; /* this thread: only the manager clones */
     copy_start = specx_copy_start_time(specx.copy);
@@ -355,8 +365,8 @@ static bool snapshot_taken_late(void)
     return __atomic_load_n(&specx.ctl->snapshot_late, __ATOMIC_RELAXED) != 0;
 }
 
-/* Waits for the new process to be sandboxed: until then it shares the program's file offsets,
- * and it should not find them moved. At a stall the wait is preemptible (§5.1): it ends when
+/* Waits for the new process to be sandboxed: until then it takes the program's file offsets as
+ * they are, and it should not find them moved. At a stall the wait is preemptible (§5.1): it ends when
  * the program's own read has completed, and the copy finishes entering on its own; but not
  * before the copy has its snapshot, where that is taken in the sandbox (snapshot_taken_late). */
 static uint32_t wait_ready(const struct specx_stall *stall)

@@ -76,8 +76,8 @@ int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t prog)
             return -errno;
     }
     program = prog;
-    /* Opened now: the sandbox re-opens it privately like any file; without it every page is
-     * treated as present (correct, only slower: no zero pages, no swap prefetch). */
+    /* Opened now, before the sandbox; without it every page is treated as present (correct,
+     * only slower: no zero pages, no swap prefetch). */
     specx_pagemap_open(prog);
     pthread_sigmask(SIG_SETMASK, &set->signals, NULL); /* blocked by specx_lazy_exclude */
     return 0;

@@ -195,6 +195,17 @@ static uint32_t wait_for(struct specx_control *ctl, uint32_t *word, uint32_t gen
     }
 }
 
+void specx_control_report_detached(struct specx_control *ctl, uint32_t value)
+{
+    report(&ctl->detached, value);
+}
+
+void specx_control_wait_detached(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns)
+{
+    wait_for(ctl, &ctl->detached, generation, timeout_ns);
+}
+
 void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value)
 {
     report(&ctl->snapshot, value);

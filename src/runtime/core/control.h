@@ -47,6 +47,8 @@ struct specx_memory_watch {
 
 struct specx_control {
     uint32_t generation; /* bumped by the program before each clone */
+    uint32_t detached;   /* futex: generation whose speculative process holds none of the
+                            program's descriptors any more (privatize.h) */
     uint32_t snapshot;   /* futex: generation whose speculative process has its snapshot of
                             the program's memory (sandbox.h) */
     uint32_t ready;      /* futex: generation whose speculative process is sandboxed and running */
@@ -107,8 +109,12 @@ bool specx_log_pending(const struct specx_control *ctl, uint64_t dev, uint64_t i
                          uint64_t off, uint64_t len);
 
 /* Start-up handshake: the speculative process reports (futex wake), the program waits at
- * most timeout_ns. Returns the value of `ready` seen last. The snapshot is reported the same
- * way, before `ready`; a wait for it ends too when `ready` says the process failed. */
+ * most timeout_ns. Returns the value of `ready` seen last. That it let go of the program's
+ * descriptors, then its snapshot, are reported the same way, before `ready`; a wait for them
+ * ends too when `ready` says the process failed. */
+void specx_control_report_detached(struct specx_control *ctl, uint32_t value);
+void specx_control_wait_detached(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns);
 void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value);
 void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
                                  uint64_t timeout_ns);

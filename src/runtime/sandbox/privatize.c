@@ -2,12 +2,15 @@
  * restriction). See privatize.h. Only system calls here: the caller is a child cloned from a
  * possibly multithreaded program, so malloc and stdio locks may be held by threads it lost. */
 #include "sandbox/privatize.h"
+#include "kfile.h"
 #include "maps.h"
 #include "proc_path.h"
 #include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/close_range.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
@@ -69,39 +72,92 @@ int specx_open_noatime(const char *path, int flags)
  * O_APPEND) is moot in a process that cannot write. */
 #define READ_AFFECTING_FLAGS (O_DIRECT | O_NOATIME | O_NONBLOCK)
 
-/* A new, private, read-only description of the same file as FD, at the same offset;
- * or -1 when there is none (the caller then uses /dev/null). */
-static int reopen_private(int fd, const struct stat *st, int flags)
+/* Where the copy finds the program's descriptors: the table of the thread that cloned it, which
+ * it no longer holds (specx_privatize_fds). */
+struct program_fds {
+    pid_t pid, tid;
+};
+
+/* The octal number after "flags:" in TEXT (an fdinfo file), or false. */
+static bool parse_fdinfo_flags(const char *text, unsigned *flags)
 {
-    char path[SPECX_PROC_FD_PATH_MAX];
-    specx_proc_fd_path(path, fd);
-    int copy_flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0) |
-                     (flags & READ_AFFECTING_FLAGS);
-    int copy = specx_open_noatime(path, copy_flags);
-    if (copy < 0)
-        return -1;
-    /* Directories too: getdents continues from the description's position. */
-    off_t offset = lseek(fd, 0, SEEK_CUR);
-    if (offset > 0 && lseek(copy, offset, SEEK_SET) != offset) {
+    const char *f = strstr(text, "flags:");
+    if (!f)
+        return false;
+    for (f += 6; *f == '\t' || *f == ' '; f++)
+        ;
+    *flags = 0;
+    for (; *f >= '0' && *f <= '7'; f++)
+        *flags = *flags * 8 + (unsigned)(*f - '0');
+    return true;
+}
+
+/* The offset and open flags (O_CLOEXEC included) of the program's descriptor FD now; false if
+ * it is not open any more. */
+static bool program_fd_info(const struct program_fds *prog, int fd, uint64_t *pos,
+                            unsigned *flags)
+{
+    char path[SPECX_PROC_TASK_FD_PATH_MAX], text[512];
+    specx_proc_task_fd_path(path, prog->pid, prog->tid, "fdinfo", fd);
+    return specx_kfile_read(path, text, sizeof text) > 0 &&
+           specx_kfile_key_u64(text, "pos:", pos) && parse_fdinfo_flags(text, flags);
+}
+
+/* A new, private description of the file the program's FD names, opened with FLAGS: through
+ * an O_PATH descriptor first (all FLAGS asks for if it has O_PATH), which opens no driver and
+ * sends no file-system request, so that a file whose opening or reading has effects is never
+ * opened (specx_safe_to_read). -1 when there is none. */
+static int open_program_file(const struct program_fds *prog, int fd, int flags)
+{
+    char path[SPECX_PROC_TASK_FD_PATH_MAX];
+    specx_proc_task_fd_path(path, prog->pid, prog->tid, "fd", fd);
+    int probe = open(path, O_PATH | O_CLOEXEC);
+    if (probe < 0 || (flags & O_PATH))
+        return probe;
+    struct stat st;
+    int copy = -1;
+    if (fstat(probe, &st) == 0 && specx_safe_to_read(probe, &st)) {
+        char self[SPECX_PROC_FD_PATH_MAX];
+        specx_proc_fd_path(self, probe);
+        copy = specx_open_noatime(self, flags | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+    }
+    close(probe);
+    return copy;
+}
+
+/* The copy's own description in place of the program's FD (offset POS, open flags FLAGS): the
+ * program's file read-only at its offset (directories too: getdents continues from the
+ * position); O_PATH again for an O_PATH descriptor (it has no offset and reads nothing);
+ * /dev/null write-only where the program's is write-only (reads fail as the program's would).
+ * -1 for everything else, which becomes /dev/null. */
+static int private_description(const struct program_fds *prog, int fd, uint64_t pos,
+                               unsigned flags)
+{
+    if ((flags & O_ACCMODE) == O_WRONLY)
+        return open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (flags & O_PATH)
+        return open_program_file(prog, fd, O_PATH);
+    int copy = open_program_file(prog, fd,
+                                 O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & READ_AFFECTING_FLAGS));
+    if (copy >= 0 && pos > 0 && lseek(copy, (off_t)pos, SEEK_SET) != (off_t)pos) {
         close(copy);
-        return -1;
+        copy = -1;
     }
     return copy;
 }
 
-/* Puts a private description (or /dev/null) at FD, keeping its number and close-on-exec flag. */
-static int privatize_fd(int fd, int devnull)
+/* Puts the copy's own description (or /dev/null) at FD, with the program's close-on-exec
+ * flag. A descriptor the program closed meanwhile stays closed. */
+static int privatize_fd(const struct program_fds *prog, int fd, int devnull)
 {
-    struct stat st;
-    int fd_flags = fcntl(fd, F_GETFD);
-    int status_flags = fcntl(fd, F_GETFL);
-    if (fd_flags < 0 || status_flags < 0 || fstat(fd, &st) < 0)
-        return -errno;
-    /* An O_PATH descriptor has no offset and cannot read or write: nothing is shared. */
-    if (status_flags & O_PATH)
+    uint64_t pos;
+    unsigned flags;
+    if (!program_fd_info(prog, fd, &pos, &flags))
         return 0;
-    int dup_flags = (fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
-    int copy = specx_safe_to_read(fd, &st) ? reopen_private(fd, &st, status_flags) : -1;
+    int copy = private_description(prog, fd, pos, flags);
+    int dup_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+    if (copy == fd) /* it came out at the number itself */
+        return fcntl(fd, F_SETFD, dup_flags ? FD_CLOEXEC : 0) < 0 ? -errno : 0;
     int ok = dup3(copy >= 0 ? copy : devnull, fd, dup_flags);
     int err = errno;
     if (copy >= 0)
@@ -128,34 +184,55 @@ struct linux_dirent64 {
     char d_name[];
 };
 
-int specx_privatize_fds(void)
+/* Moves the new descriptor FD above every number the program uses (its table's size,
+ * FDSize), so that filling the program's numbers never lands on it. */
+static int above_program_fds(const struct program_fds *prog, int fd)
 {
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (devnull < 0)
-        return -errno;
-    int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) {
-        int err = -errno;
-        close(devnull);
-        return err;
+    char path[SPECX_PROC_PID_PATH_MAX], text[4096];
+    uint64_t size = 0;
+    specx_proc_pid_path(path, prog->tid, "status");
+    if (fd < 0 || specx_kfile_read(path, text, sizeof text) <= 0 ||
+        !specx_kfile_key_u64(text, "FDSize:", &size) || size > INT_MAX - 2) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
     }
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)size);
+    close(fd);
+    return high;
+}
+
+int specx_detach_fds(void)
+{
+    return syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) < 0 ? -errno : 0;
+}
+
+int specx_privatize_fds(pid_t program, pid_t thread)
+{
+    const struct program_fds prog = { program, thread };
+    char dir_path[SPECX_PROC_TASK_FD_PATH_MAX];
+    specx_proc_task_fd_path(dir_path, program, thread, "fd", -1);
+    int devnull = above_program_fds(&prog, open("/dev/null", O_RDWR | O_CLOEXEC));
+    int dir = above_program_fds(&prog, open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int err = devnull < 0 || dir < 0 ? -EACCES : 0;
     /* Streaming is safe: every descriptor opened meanwhile is closed before the next read. */
     char buf[4096] __attribute__((aligned(8)));
-    int err = 0;
-    long n;
+    long n = 0;
     while (err == 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
         for (long pos = 0; pos < n && err == 0;) {
             struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + pos);
             int fd = parse_fd_name(d->d_name);
             if (fd >= 0 && fd != dir && fd != devnull)
-                err = privatize_fd(fd, devnull);
+                err = privatize_fd(&prog, fd, devnull);
             pos += d->d_reclen;
         }
     }
     if (err == 0 && n < 0)
         err = -errno;
-    close(dir);
-    close(devnull);
+    if (dir >= 0)
+        close(dir);
+    if (devnull >= 0)
+        close(devnull);
     return err;
 }
 

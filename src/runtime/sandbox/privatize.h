@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "maps.h"
 
@@ -42,12 +43,24 @@ int specx_open_refusal(int probe, long flags, struct stat *st);
  * a speculative copy reads or maps, but the program itself never does, keeps its access time. */
 int specx_open_noatime(const char *path, int flags);
 
-/* Gives every descriptor a private file description: files and directories are re-opened
- * read-only at the same offset, everything else (pipes, sockets, terminals, event objects)
- * becomes /dev/null, so the child can neither move the parent's offsets nor consume data that
- * is meant for the parent. Descriptor numbers and close-on-exec flags stay the same.
- * Returns 0 or -errno. */
-int specx_privatize_fds(void);
+/* Gives the child, cloned with CLONE_FILES (it shares the program's descriptor table), a
+ * table of its own that holds none of the program's descriptions: the child's first call.
+ * Holding one would keep a pipe's write end, a socket or a flock alive for the child's life,
+ * delaying a reader's end of file, a peer's FIN or a lock's release; closing one, at a dup3
+ * over it or at the child's exit, is a FUSE FLUSH or an NFS write-back. Descriptors from 64
+ * on are not copied at all; the kernel copies every new table's first 64 entries, so those
+ * the program has there are closed here, once (a FLUSH each on FUSE). Returns 0 or -errno
+ * (before Linux 5.9, which lacks close_range). */
+int specx_detach_fds(void);
+
+/* Then fills the child's empty table in from the program's, /proc/PROGRAM/task/THREAD/fd:
+ * files and directories as new read-only descriptions at the program's offset, everything
+ * else (pipes, sockets, terminals, event objects) as /dev/null, so the child can neither move
+ * the parent's offsets nor consume data meant for it. Numbers and close-on-exec flags stay
+ * the same; a descriptor the program closed since the clone stays closed. Call it before the
+ * child opens anything else. Returns 0 or -errno (a program whose descriptors cannot be read,
+ * being not dumpable, gets no copy). */
+int specx_privatize_fds(pid_t program, pid_t thread);
 
 /* Opens the regular file behind mapping M read-only: through /proc/self/map_files (works for
  * deleted files, memfd, shared anonymous and SysV memory, but needs CAP_CHECKPOINT_RESTORE),

@@ -70,9 +70,8 @@ int specx_sandbox_snapshot(const struct specx_region *keep, size_t nkeep, bool *
 
 int specx_sandbox_seal(const uint32_t *shared_wait)
 {
-    /* File pointers copied; then the system-call table, its open trap handler in place first. */
-    int err = specx_privatize_fds();
-    if (err == 0)
-        err = specx_open_trap_install();
+    /* The file pointers were copied at the clone (specx_privatize_fds); now the system-call
+     * table, its open trap handler in place first. */
+    int err = specx_open_trap_install();
     return err ? err : specx_filter_load(getpid(), shared_wait);
 }

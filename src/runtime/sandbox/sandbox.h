@@ -22,8 +22,8 @@ int specx_sandbox_prepare(void);
  * The snapshot: first OOM victim, no core dumps, and every shared mapping but the KEEP regions
  * made private (specx_privatize_mappings; *COPIED_SHARED says whether some had to be copied,
  * which makes the snapshot of that memory the moment of this call, not of the clone).
- * The seal: file offsets privatized, inherited pipes, sockets and terminals neutralized, then
- * the seccomp filter. SHARED_WAIT is the one futex word, inside a KEEP region, on which the
+ * The seal: the seccomp filter (the descriptors were made private at the clone, before
+ * either step: specx_privatize_fds). SHARED_WAIT is the one futex word, inside a KEEP region, on which the
  * speculative process may wait with a futex the program shares (the horizon's parking word);
  * NULL for none. Every other wait must be process-private: a page of a privatized mapping that
  * the copy has not written yet still has the program's futex key, and a copy waiting there
