@@ -386,14 +386,15 @@ static void recover_run(int fd, const char *name, void *arg)
     idle_changes_free(&changes);
 }
 
-int idle_isolation_recover(void)
+int idle_isolation_recover(bool say_unsafe)
 {
     struct idle_state_root root;
     char err[PATH_MAX + 256];
     if (idle_state_root_open(&root, false, err, sizeof err) < 0) {
         if (errno == ENOENT)
             return 0; /* no run of this user ever kept state */
-        specx_warn("%s", err);
+        if (say_unsafe)
+            specx_warn("%s", err);
         return -1;
     }
     struct recovery r = { .root = &root };

@@ -72,8 +72,8 @@ void idle_isolation_abandon(struct idle_isolation *iso);
 /* Finishes the commits of earlier runs of this user that were interrupted in them, and removes
  * what runs that were killed before their commit left; a run is over when the lock on its
  * state can be taken. State whose directory list or journal does not check out is left as it
- * is, and said. Says what it did on stderr. Returns how many commits it finished, or -1 if one
- * could not be. */
-int idle_isolation_recover(void);
+ * is, and said. Says what it did on stderr, and, where SAY_UNSAFE, why the runs' state
+ * directory cannot be used. Returns how many commits it finished, or -1 if one could not be. */
+int idle_isolation_recover(bool say_unsafe);
 
 #endif

@@ -387,7 +387,8 @@ int main(int argc, char **argv)
      * they were in the middle of. */
     idle_groups_sweep_stale();
     idle_net_queue_sweep();
-    int recovered = idle_isolation_recover();
+    /* --isolate says itself why the runs' state directory cannot be used. */
+    int recovered = idle_isolation_recover(!s.opt.nisolate);
     if (s.opt.recover)
         return recovered < 0 ? 1 : 0;
     if ((s.sigfd = open_signalfd()) < 0)
