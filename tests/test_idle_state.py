@@ -8,12 +8,14 @@ directories of the test: what a test plants there reaches no other run of specx 
 import os
 import pathlib
 import random
+import signal
 import subprocess
 import time
 
 import pytest
 
 from conftest import SPECX, run_specx
+from test_idle import netns  # noqa: F401 (a fixture)
 
 HOSTILE = 61234                      # a uid with no passwd entry
 AS_HOSTILE = ["setpriv", f"--reuid={HOSTILE}", f"--regid={HOSTILE}", "--clear-groups"]
@@ -235,3 +237,27 @@ def test_a_live_run_is_not_recovered_even_where_its_pid_looks_dead(specx, tmp_pa
     assert (recovery.returncode, recovery.stderr) == (0, "")
     assert run.returncode == 0, err
     assert (d / "f").read_text() == "new\n"
+
+
+def test_a_live_runs_queue_is_not_swept_even_where_its_pid_looks_dead(specx, netns):
+    """The same for the qdisc a run puts on an interface: a run of another pid namespace
+    shares this network namespace; the sweep of a run started here leaves its queue."""
+    from test_idle import in_netns
+    ns, dev = netns
+    pid = unused_pid()
+    run = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", "unshare", "--pid", "--fork",
+                            "--mount-proc", "sh", "-c",
+                            f"echo {pid - 1} > /proc/sys/kernel/ns_last_pid && "
+                            f'"$0" idle --net-rate 50mbit -- sleep 1000', str(SPECX)],
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "1de0" not in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout:
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()
+            time.sleep(0.05)
+        assert in_netns(ns, SPECX, "idle", "--no-net", "--", "true").returncode == 0
+        assert "1de0" in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait()
+    assert "1de0" not in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout
