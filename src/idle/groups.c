@@ -107,6 +107,16 @@ void idle_groups_destroy(struct idle_groups *g)
         }
 }
 
+void idle_groups_drop_locks(struct idle_groups *g)
+{
+    struct idle_group *all[] = { &g->mem, &g->cpu, &g->core, &g->frz };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->made && all[i]->lock_fd >= 0) {
+            close(all[i]->lock_fd);
+            all[i]->lock_fd = -1;
+        }
+}
+
 static void say_removing(const char *dir)
 {
     specx_warn("removing the cgroup %s left by a run that was killed", dir);

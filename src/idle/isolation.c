@@ -1,16 +1,14 @@
 /* See isolation.h. */
 #include "isolation.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
-#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdint.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -145,6 +143,13 @@ int idle_isolation_enter(const struct idle_isolation *iso, const char **failed)
             return -1;
     }
     return 0;
+}
+
+void idle_isolation_drop_lock(struct idle_isolation *iso)
+{
+    if (iso->state[0] && iso->state_fd >= 0)
+        close(iso->state_fd);
+    iso->state_fd = -1;
 }
 
 void idle_isolation_watch(struct idle_isolation *iso, pid_t pid)

@@ -51,6 +51,10 @@ int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options
  * -1 with errno, and the directory that failed in *FAILED. */
 int idle_isolation_enter(const struct idle_isolation *iso, const char **failed);
 
+/* In the command's process, before exec: lets go of its copy of the state's lock, which must
+ * be specx idle's alone (a command killed after specx idle would hold it on). */
+void idle_isolation_drop_lock(struct idle_isolation *iso);
+
 /* In ours once the command's overlays are mounted: starts recording what it opens there. */
 void idle_isolation_watch(struct idle_isolation *iso, pid_t pid);
 /* Takes in what it opened since the last call (the descriptor is iso->watch_fd). */

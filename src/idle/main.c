@@ -74,6 +74,10 @@ static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
     /* Should specx idle be killed outright, the command goes with it; the next run removes
      * its groups and its uncommitted changes. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Whether a run is alive is the question its locks answer: ours alone. */
+    idle_isolation_drop_lock(&s->isolation);
+    idle_groups_drop_locks(&s->groups);
+    idle_net_queue_drop_locks(&s->network.queue);
     if (idle_groups_attach(&s->groups, 0) < 0)
         child_fail(status_fd, 1, "cannot join the command's cgroups", errno);
     if (idle_priority_lower_self() < 0)

@@ -371,6 +371,15 @@ void idle_net_queue_stop(struct idle_net_queue *q)
         nl_socket_free(sk);
 }
 
+void idle_net_queue_drop_locks(struct idle_net_queue *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (q->devs[i].entry_fd >= 0) {
+            close(q->devs[i].entry_fd);
+            q->devs[i].entry_fd = -1;
+        }
+}
+
 void idle_net_queue_sweep(void)
 {
     char prefix[64];

@@ -42,6 +42,10 @@ void idle_net_queue_promote(const struct idle_net_queue *q);
 /* Leaves the qdiscs; the last run on an interface removes its qdisc. Safe to call twice. */
 void idle_net_queue_stop(struct idle_net_queue *q);
 
+/* In the command's process, before exec: lets go of its copies of the registry entries'
+ * locks (see idle_groups_drop_locks). */
+void idle_net_queue_drop_locks(struct idle_net_queue *q);
+
 /* Removes the qdiscs of this network namespace that only runs killed outright still held. */
 void idle_net_queue_sweep(void);
 
