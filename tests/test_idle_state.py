@@ -10,6 +10,7 @@ import pathlib
 import random
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -269,3 +270,25 @@ def test_a_live_runs_queue_is_not_swept_even_where_its_pid_looks_dead(specx, net
         os.killpg(run.pid, signal.SIGTERM)
         run.wait()
     assert "1de0" not in in_netns(ns, "tc", "qdisc", "show", "dev", dev).stdout
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"XDG_STATE_HOME": "/tmp"}, "/tmp has mode 1777, open to others"),
+    ({}, "no private place for the runs' state"),
+])
+def test_a_user_without_a_private_place_is_refused_isolation(specx, env, message):
+    """Another user's state goes below their own XDG_STATE_HOME or HOME: where that is open to
+    others, or there is none, --isolate says so in one line and makes nothing."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="specx-idle-state-"))
+    try:
+        os.chown(d, HOSTILE, HOSTILE)
+        proc = subprocess.run([*AS_HOSTILE, "env", "-i", "PATH=/usr/bin:/bin",
+                               *(f"{k}={v}" for k, v in env.items()), SPECX, "idle",
+                               "--isolate", d, "--", "true"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        assert said(proc).startswith(f"specx idle: {message}") and \
+            said(proc).count("\n") == 1, proc.stderr
+        assert not (pathlib.Path("/tmp") / "specx").exists() and not list(d.iterdir())
+    finally:
+        subprocess.run(["rm", "-rf", d], check=True)
