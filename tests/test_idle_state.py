@@ -208,11 +208,16 @@ def test_a_link_in_the_isolated_directory_does_not_lead_the_commit_out(specx, pl
 
 
 def unused_pid():
-    """A pid no process has here, that a pid namespace's process can be given."""
+    """A pid no process has here, nor any group of specx idle's name, that a pid namespace's
+    process can be given. (A run of specx idle here that takes it meanwhile would share the
+    groups' names: that run's end would then remove ours.)"""
+    from test_idle import idle_groups
     pid_max = int(pathlib.Path("/proc/sys/kernel/pid_max").read_text())
+    taken = {g.rsplit("-", 1)[1] for g in idle_groups()}
     while True:
         pid = random.randrange(max(1000, pid_max // 2), pid_max - 1)
-        if not os.path.exists(f"/proc/{pid}") and not os.path.exists(f"/proc/{pid - 1}"):
+        if not os.path.exists(f"/proc/{pid}") and not os.path.exists(f"/proc/{pid - 1}") \
+                and str(pid) not in taken:
             return pid
 
 
