@@ -18,7 +18,7 @@ import pytest
 from conftest import SPECX, run_specx
 
 PY = sys.executable
-STATE_ROOT = pathlib.Path("/var/tmp/specx-idle")
+STATE_ROOT = pathlib.Path("/var/lib/specx/idle")   # root's; see state_dir.h
 
 
 def idle_groups():
@@ -442,7 +442,7 @@ def test_changes_are_invisible_until_the_commit_applies_them(specx, clean, tmp_p
 
 @pytest.mark.root
 def test_a_directory_on_another_file_system_is_committed(specx, clean, tmp_path):
-    """The upper directory is under /var/tmp; DIR here is a tmpfs of its own (as /tmp is on
+    """The upper directory is under /var/lib; DIR here is a tmpfs of its own (as /tmp is on
     many systems), where copy_file_range from the upper copy refuses (EXDEV)."""
     d = tmp_path / "d"
     d.mkdir()
@@ -618,6 +618,8 @@ def test_a_state_left_half_removed_is_removed_by_the_next_run(specx, clean):
     removing it leaves only that, which the next run removes in silence. Removed in place, it
     once left a journal whose upper files were gone (the kill-point test above, in the v2 VM):
     a commit no later run could finish, and every later specx idle refused to start."""
+    STATE_ROOT.parent.mkdir(mode=0o700, exist_ok=True)
+    STATE_ROOT.mkdir(mode=0o700, exist_ok=True)
     gone = STATE_ROOT / "4194305.gone"   # above any pid_max
     (gone / "upper-0").mkdir(parents=True)
     (gone / "journal").write_text("specx-idle-journal 1\n")

@@ -13,30 +13,23 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "beneath.h"
+#include "pathset.h"
 #include "util.h"
 
 #define JOURNAL "journal"
 #define JOURNAL_MAGIC "specx-idle-journal 1\n"
 
+#define UPPER "upper-%u"
+
 void idle_upper_dir(char *out, size_t size, const char *state, unsigned index)
 {
-    snprintf(out, size, "%s/upper-%u", state, index);
+    snprintf(out, size, "%s/" UPPER, state, index);
 }
 
 void idle_work_dir(char *out, size_t size, const char *state, unsigned index)
 {
     snprintf(out, size, "%s/work-%u", state, index);
-}
-
-/* OUT = A/B; false (errno ENAMETOOLONG) if it does not fit. */
-static bool join(char *out, size_t size, const char *a, const char *b)
-{
-    int n = snprintf(out, size, "%s/%s", a, b);
-    if (n < 0 || (size_t)n >= size) {
-        errno = ENAMETOOLONG;
-        return false;
-    }
-    return true;
 }
 
 static int add(struct idle_changes *c, char type, unsigned dir, const char *rel)
@@ -132,57 +125,62 @@ void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[40
 
 /* ---- the journal ---- */
 
-int idle_sync_dir(const char *dir)
+int idle_journal_write(int state_fd, const struct idle_changes *c)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    int fd = openat(state_fd, JOURNAL ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+                    O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-int idle_journal_write(const char *state, const struct idle_changes *c)
-{
-    char tmp[PATH_MAX], path[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/" JOURNAL ".new", state);
-    snprintf(path, sizeof path, "%s/" JOURNAL, state);
-    FILE *f = fopen(tmp, "we");
-    if (!f)
-        return -1;
+    }
     fputs(JOURNAL_MAGIC, f);
     for (size_t i = 0; i < c->n; i++)
         fprintf(f, "%c %u %zu %s\n", c->v[i].type, c->v[i].dir, strlen(c->v[i].rel),
                 c->v[i].rel);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0)
+    if (!ok || renameat(state_fd, JOURNAL ".new", state_fd, JOURNAL) < 0)
         return -1;
-    return idle_sync_dir(state);
+    return fsync(state_fd);
 }
 
-int idle_journal_read(const char *state, struct idle_changes *c)
+/* An entry the commit can apply: a known change to a path by plain names below one of the
+ * NDIRS directories. */
+static bool entry_valid(char type, unsigned dir, size_t ndirs, const char *rel)
 {
-    char path[PATH_MAX], magic[sizeof JOURNAL_MAGIC];
-    snprintf(path, sizeof path, "%s/" JOURNAL, state);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    return strchr("MCWLD", type) && type != '\0' && dir < ndirs && idle_rel_valid(rel);
+}
+
+int idle_journal_read(int state_fd, size_t ndirs, struct idle_changes *c)
+{
+    char magic[sizeof JOURNAL_MAGIC];
+    int fd = openat(state_fd, JOURNAL, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return -1;
+    }
     int rc = fgets(magic, sizeof magic, f) && strcmp(magic, JOURNAL_MAGIC) == 0 ? 0 : -1;
     char type;
     unsigned dir;
     size_t len;
     while (rc == 0 && fscanf(f, "%c %u %zu ", &type, &dir, &len) == 3) {
-        char *rel = malloc(len + 1);
+        char *rel = len < PATH_MAX ? malloc(len + 1) : NULL;
         if (!rel || fread(rel, 1, len, f) != len || fgetc(f) != '\n') {
             free(rel);
             rc = -1;
             break;
         }
         rel[len] = '\0';
-        rc = add(c, type, dir, rel);
+        rc = strlen(rel) == len && entry_valid(type, dir, ndirs, rel) ? add(c, type, dir, rel)
+                                                                       : -1;
         free(rel);
     }
+    if (rc == 0 && fgetc(f) != EOF)
+        rc = -1; /* something after the last entry that is not one */
     fclose(f);
     if (rc < 0)
         errno = EINVAL;
@@ -190,18 +188,6 @@ int idle_journal_read(const char *state, struct idle_changes *c)
 }
 
 /* ---- applying ---- */
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-void idle_remove_tree(const char *path)
-{
-    nftw(path, remove_entry, 64, FTW_DEPTH | FTW_PHYS);
-}
 
 static void copy_status(int fd, const struct stat *st)
 {
@@ -211,7 +197,7 @@ static void copy_status(int fd, const struct stat *st)
 }
 
 /* LEFT bytes from IN to OUT. copy_file_range works within one file system (and between some
- * of one type); the upper directory is under /var/tmp, DIR may be anywhere (a tmpfs /tmp):
+ * of one type); the upper directory is under /var/lib, DIR may be anywhere (a tmpfs /tmp):
  * there it refuses (EXDEV), and the bytes go through a buffer. */
 static int copy_bytes(int in, int out, off_t left)
 {
@@ -230,14 +216,17 @@ static int copy_bytes(int in, int out, off_t left)
     return 0;
 }
 
-/* A copy of the upper file FROM at TMP, synced: the rename that follows publishes it whole. */
-static int copy_file(const char *from, const char *tmp)
+/* A copy of the upper file NAME (in directory FROM) at TMP (in directory TO), synced: the
+ * rename that follows publishes it whole. */
+static int copy_file(int from, const char *name, int to, const char *tmp)
 {
-    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (in < 0)
         return -1;
     struct stat st;
-    int out = fstat(in, &st) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    int out = fstat(in, &st) == 0
+                  ? openat(to, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
+                  : -1;
     int rc = out < 0 ? -1 : copy_bytes(in, out, st.st_size);
     if (rc == 0) {
         copy_status(out, &st);
@@ -251,107 +240,185 @@ static int copy_file(const char *from, const char *tmp)
     return rc;
 }
 
-/* What is in DIR but not in its upper counterpart UPPER goes: the command emptied DIR. */
-static int clear_dir(const char *dir, const char *upper)
+/* What is in directory NAME of TO but not in its upper counterpart (NAME in FROM) goes: the
+ * command emptied it. */
+static int clear_dir(int from, int to, const char *name)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    int dir = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
         return errno == ENOENT ? 0 : -1;
+    int upper = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = upper >= 0 ? fdopendir(dir) : NULL;
+    if (!d) {
+        int e = errno;
+        close(dir);
+        if (upper >= 0)
+            close(upper);
+        errno = e;
+        return -1;
+    }
     struct dirent *e;
     while ((e = readdir(d))) {
-        char in_upper[PATH_MAX], target[PATH_MAX];
         struct stat st;
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (!join(in_upper, sizeof in_upper, upper, e->d_name) ||
-            !join(target, sizeof target, dir, e->d_name)) {
-            closedir(d);
-            return -1;
-        }
-        if (lstat(in_upper, &st) < 0 || is_whiteout(&st))
-            idle_remove_tree(target);
+        if (fstatat(upper, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || is_whiteout(&st))
+            idle_remove_tree_at(dir, e->d_name);
     }
     closedir(d);
+    close(upper);
     return 0;
 }
 
-static int apply_one(const struct idle_change *ch, const char *target, const char *from,
+/* The upper file NAME in FROM is of TYPE (S_IFREG, ...); its status in *ST. */
+static int upper_is(int from, const char *name, mode_t type, struct stat *st)
+{
+    if (fstatat(from, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+    if ((st->st_mode & S_IFMT) == type)
+        return 0;
+    errno = EINVAL; /* the journal says otherwise: not this run's upper layer */
+    return -1;
+}
+
+/* Applies CH, whose last component is NAME in directory TO of the target and FROM of the upper
+ * layer, through the temporary name TMP beside it. */
+static int apply_one(const struct idle_change *ch, int from, int to, const char *name,
                      const char *tmp)
 {
     struct stat st, there;
     switch (ch->type) {
     case CHANGE_MKDIR:
-        if (lstat(target, &there) == 0 && !S_ISDIR(there.st_mode))
-            idle_remove_tree(target);
-        if (lstat(from, &st) < 0 || (mkdir(target, st.st_mode & 07777) < 0 && errno != EEXIST))
+        if (fstatat(to, name, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(there.st_mode))
+            idle_remove_tree_at(to, name);
+        if (upper_is(from, name, S_IFDIR, &st) < 0 ||
+            (mkdirat(to, name, st.st_mode & 07777) < 0 && errno != EEXIST))
             return -1;
-        return lchown(target, st.st_uid, st.st_gid);
+        return fchownat(to, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
     case CHANGE_CLEAR:
-        return clear_dir(target, from);
+        return clear_dir(from, to, name);
     case CHANGE_DELETE:
-        idle_remove_tree(target);
-        return lstat(target, &there) == 0 ? -1 : 0;
+        idle_remove_tree_at(to, name);
+        if (fstatat(to, name, &there, AT_SYMLINK_NOFOLLOW) < 0)
+            return 0;
+        errno = ENOTEMPTY;
+        return -1;
     case CHANGE_LINK: {
         char link[PATH_MAX];
-        ssize_t len = readlink(from, link, sizeof link - 1);
-        if (len < 0 || lstat(from, &st) < 0)
+        ssize_t len = upper_is(from, name, S_IFLNK, &st) < 0
+                          ? -1 : readlinkat(from, name, link, sizeof link - 1);
+        if (len < 0)
             return -1;
         link[len] = '\0';
-        if (symlink(link, tmp) < 0)
+        if (symlinkat(link, to, tmp) < 0)
             return -1;
-        lchown(tmp, st.st_uid, st.st_gid);
+        fchownat(to, tmp, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
         break;
     }
     case CHANGE_WRITE:
-        if (copy_file(from, tmp) < 0)
+        if (upper_is(from, name, S_IFREG, &st) < 0 || copy_file(from, name, to, tmp) < 0)
             return -1;
         break;
     default:
         errno = EINVAL;
         return -1;
     }
-    if (lstat(target, &there) == 0 && S_ISDIR(there.st_mode))
-        idle_remove_tree(target); /* a directory the command replaced by a file */
-    return rename(tmp, target);
+    if (fstatat(to, name, &there, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(there.st_mode))
+        idle_remove_tree_at(to, name); /* a directory the command replaced by a file */
+    return renameat(to, tmp, to, name);
 }
 
-static void sync_fs_of(const char *dir)
+/* The isolated directory at PATH, opened: still the directory (device, inode) ID the run
+ * isolated, else -1 with errno ESTALE. */
+static int open_isolated(const char *path, const struct idle_dir_id *id)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        syncfs(fd);
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != id->dev || st.st_ino != id->ino)) {
         close(fd);
+        errno = ESTALE;
+        return -1;
     }
+    return fd;
 }
 
-int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const char *state,
-                       pid_t run, char *err, size_t errsize)
+/* Applies change number I, CH, from the upper directory UPPER to the isolated one TARGET. Its
+ * path, below each, is reached without following links: no entry leads out of either. */
+static int apply_change(const struct idle_change *ch, size_t i, int upper, int target,
+                        const char *run)
 {
-    for (size_t i = 0; i < c->n; i++) {
-        const struct idle_change *ch = &c->v[i];
-        char upper[PATH_MAX], from[PATH_MAX], target[PATH_MAX], tmp[PATH_MAX];
-        idle_upper_dir(upper, sizeof upper, state, ch->dir);
-        /* The temporary name beside the target: the rename stays within one file system. */
-        char name[64];
-        snprintf(name, sizeof name, ".specx-idle-%d-%zu", (int)run, i);
-        bool fits = join(from, sizeof from, upper, ch->rel) &&
-                    join(target, sizeof target, dirs[ch->dir], ch->rel);
-        char *slash = strrchr(target, '/');
-        *slash = '\0';
-        fits = fits && join(tmp, sizeof tmp, target, name);
-        *slash = '/';
-        if (fits)
-            unlink(tmp); /* left by an application that was interrupted */
-        if (!fits || apply_one(ch, target, from, tmp) < 0) {
+    const char *name;
+    char tmp[NAME_MAX + 1];
+    /* The temporary name beside the target: the rename stays within one file system. */
+    snprintf(tmp, sizeof tmp, ".specx-idle-%s-%zu", run, i);
+    int from = idle_open_parent_beneath(upper, ch->rel, &name);
+    int to = from >= 0 ? idle_open_parent_beneath(target, ch->rel, &name) : -1;
+    int rc = -1;
+    if (to >= 0) {
+        unlinkat(to, tmp, 0); /* left by an application that was interrupted */
+        rc = apply_one(ch, from, to, name, tmp);
+        if (rc < 0) {
             int e = errno;
-            unlink(tmp);
-            return specx_format_error(err, errsize, "cannot commit %s: %s", target, strerror(e));
+            unlinkat(to, tmp, 0);
+            errno = e;
         }
     }
-    /* The renames are durable once each directory's file system is synced (the changes of
-     * one directory are together in C): only then may the journal go. */
-    for (size_t i = 0; i < c->n; i++)
-        if (i == 0 || c->v[i].dir != c->v[i - 1].dir)
-            sync_fs_of(dirs[c->v[i].dir]);
-    return 0;
+    int e = errno;
+    if (from >= 0)
+        close(from);
+    if (to >= 0)
+        close(to);
+    errno = e;
+    return rc;
+}
+
+/* Opens the upper directory and the isolated directory of DIR for a commit. */
+static int open_dir_pair(unsigned dir, char (*dirs)[4096], const struct idle_dir_id *ids,
+                         int state_fd, int *upper, int *target)
+{
+    char name[32];
+    snprintf(name, sizeof name, UPPER, dir);
+    *upper = idle_open_beneath(state_fd, name, O_RDONLY | O_DIRECTORY, 0);
+    *target = *upper >= 0 ? open_isolated(dirs[dir], &ids[dir]) : -1;
+    return *target < 0 ? -1 : 0;
+}
+
+static void close_dir_pair(int *upper, int *target)
+{
+    if (*upper >= 0)
+        close(*upper);
+    if (*target >= 0) {
+        /* The renames are durable once the directory's file system is synced: only then
+         * may the journal go. */
+        syncfs(*target);
+        close(*target);
+    }
+    *upper = *target = -1;
+}
+
+int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096],
+                       const struct idle_dir_id *ids, int state_fd, const char *run, char *err,
+                       size_t errsize)
+{
+    int upper = -1, target = -1, rc = 0;
+    for (size_t i = 0; rc == 0 && i < c->n; i++) {
+        const struct idle_change *ch = &c->v[i];
+        /* The changes of one directory are together in C. */
+        if (i == 0 || ch->dir != c->v[i - 1].dir) {
+            close_dir_pair(&upper, &target);
+            if (open_dir_pair(ch->dir, dirs, ids, state_fd, &upper, &target) < 0) {
+                rc = errno == ESTALE
+                         ? specx_format_error(err, errsize, "cannot commit to %s: not the "
+                                              "directory that was isolated", dirs[ch->dir])
+                         : specx_format_error(err, errsize, "cannot commit to %s: %s",
+                                              dirs[ch->dir], strerror(errno));
+                break;
+            }
+        }
+        if (apply_change(ch, i, upper, target, run) < 0)
+            rc = specx_format_error(err, errsize, "cannot commit %s/%s: %s", dirs[ch->dir],
+                                    ch->rel, strerror(errno));
+    }
+    close_dir_pair(&upper, &target);
+    return rc;
 }

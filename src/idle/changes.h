@@ -37,24 +37,29 @@ int idle_changes_scan(struct idle_changes *c, unsigned index, const char *upper,
 void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[4096],
                         size_t limit);
 
-/* Makes the journal of C durable in STATE (written aside, synced, renamed into place). */
-int idle_journal_write(const char *state, const struct idle_changes *c);
-/* Reads the journal in STATE into C. 0, -1 with ENOENT if there is none. */
-int idle_journal_read(const char *state, struct idle_changes *c);
+/* Makes the journal of C durable in the run's state directory STATE_FD (written aside,
+ * synced, renamed into place). */
+int idle_journal_write(int state_fd, const struct idle_changes *c);
+/* Reads the journal in STATE_FD into C: 0; -1 with ENOENT if there is none, EINVAL if it does
+ * not check out (an entry that is not a known change to a path by plain names below one of
+ * the NDIRS directories, or not whole). */
+int idle_journal_read(int state_fd, size_t ndirs, struct idle_changes *c);
 
-/* Applies C to DIRS from the upper directories in STATE; each file goes in by a rename from a
- * name fixed by (RUN, its place in C), so that a repeated application first removes what an
- * interrupted one left. 0, or -1 with a one-line reason in err. */
-int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const char *state,
-                       pid_t run, char *err, size_t errsize);
+/* What an isolated directory was when its run began: a commit goes to it only. */
+struct idle_dir_id {
+    dev_t dev;
+    ino_t ino;
+};
+
+/* Applies C to DIRS (still IDS) from the upper directories in STATE_FD; each path is reached
+ * below both without following links, and each file goes in by a rename from a name fixed by
+ * (RUN, the run's name, and its place in C), so that a repeated application first removes what
+ * an interrupted one left. 0, or -1 with a one-line reason in err. */
+int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096],
+                       const struct idle_dir_id *ids, int state_fd, const char *run, char *err,
+                       size_t errsize);
 
 void idle_changes_free(struct idle_changes *c);
-
-/* Removes PATH and everything below it (no error if it does not exist). */
-void idle_remove_tree(const char *path);
-
-/* Makes the entries of directory DIR durable (fsync of the directory). 0, or -1 with errno. */
-int idle_sync_dir(const char *dir);
 
 /* The upper and work directories of isolated directory INDEX in STATE. */
 void idle_upper_dir(char *out, size_t size, const char *state, unsigned index);

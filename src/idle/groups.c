@@ -2,8 +2,10 @@
 #include "groups.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -22,6 +24,10 @@ static bool make_one(const char *controller, struct idle_group *g)
         specx_cgroup_make(&parent, name, controller, &g->cg) < 0)
         return false;
     g->made = true;
+    /* Held until we end, however: a sweep by another run leaves the group alone meanwhile. */
+    g->lock_fd = open(g->cg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (g->lock_fd >= 0)
+        flock(g->lock_fd, LOCK_EX | LOCK_NB);
     return true;
 }
 
@@ -95,7 +101,19 @@ void idle_groups_destroy(struct idle_groups *g)
             specx_cgroup_destroy(&all[i]->cg, EMPTY_TIMEOUT_MS);
             if (access(all[i]->cg.dir, F_OK) == 0)
                 specx_warn("cannot remove the cgroup %s: %s", all[i]->cg.dir, strerror(errno));
+            if (all[i]->lock_fd >= 0)
+                close(all[i]->lock_fd);
             all[i]->made = false;
+        }
+}
+
+void idle_groups_drop_locks(struct idle_groups *g)
+{
+    struct idle_group *all[] = { &g->mem, &g->cpu, &g->core, &g->frz };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->made && all[i]->lock_fd >= 0) {
+            close(all[i]->lock_fd);
+            all[i]->lock_fd = -1;
         }
 }
 

@@ -14,6 +14,7 @@
 struct idle_group {
     struct specx_cgroup cg;
     bool made;
+    int lock_fd;         /* its directory, locked while the run lives (see the sweep) */
 };
 
 struct idle_groups {
@@ -37,7 +38,13 @@ void idle_groups_promote_cpu(const struct idle_groups *g);
 /* Kills what is left in the groups, and removes them. Safe to call more than once. */
 void idle_groups_destroy(struct idle_groups *g);
 
-/* Removes the groups of earlier runs of specx idle that were killed outright. */
+/* In the command's process, before exec: lets go of its copies of the groups' locks, which
+ * must be held by specx idle alone (a command killed after specx idle would hold them on). */
+void idle_groups_drop_locks(struct idle_groups *g);
+
+/* Removes the groups of earlier runs of specx idle that were killed outright: those whose
+ * pid looks dead here and whose lock no run holds (a run in another pid namespace may have a
+ * pid that looks dead here). */
 void idle_groups_sweep_stale(void);
 
 #endif

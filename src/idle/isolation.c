@@ -1,12 +1,11 @@
 /* See isolation.h. */
 #include "isolation.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
-#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pathset.h"
 #include "readset.h"
 #include "util.h"
 
 #define DIRS_FILE "dirs"
-/* A run's state being removed: IDLE_STATE_ROOT/PID.gone. */
-#define GONE_SUFFIX ".gone"
+#define JOURNAL_FILE "journal"
 /* Changes listed before a question or by --commit never, before "... and N more". */
 #define SHOW_CHANGES 50
 
@@ -45,9 +44,7 @@ static int check_dirs(struct idle_isolation *iso, const struct idle_options *o, 
         if (strcmp(iso->dirs[i], "/") == 0 || strpbrk(iso->dirs[i], ",:\\"))
             return specx_format_error(err, errsize, "--isolate %s: cannot be isolated (the root, "
                                       "or a path with ',', ':' or '\\')", o->isolate[i]);
-        if (within(IDLE_STATE_ROOT, iso->dirs[i]))
-            return specx_format_error(err, errsize, "--isolate %s: holds %s, where the changes "
-                                      "are kept apart", o->isolate[i], IDLE_STATE_ROOT);
+        iso->ids[i] = (struct idle_dir_id){ st.st_dev, st.st_ino };
         for (size_t j = 0; j < i; j++)
             if (within(iso->dirs[i], iso->dirs[j]) || within(iso->dirs[j], iso->dirs[i]))
                 return specx_format_error(err, errsize, "--isolate %s and %s overlap",
@@ -57,37 +54,63 @@ static int check_dirs(struct idle_isolation *iso, const struct idle_options *o, 
     return 0;
 }
 
-/* The run's state: upper and work directories, and the list of directories for a recovery. */
+/* The directories, by length, path and identity, for a recovery: written once, read back
+ * by read_dirs. */
+static int write_dirs(const struct idle_isolation *iso)
+{
+    int fd = openat(iso->state_fd, DIRS_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                    O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    for (size_t i = 0; i < iso->n; i++)
+        fprintf(f, "%ju %ju %zu %s\n", (uintmax_t)iso->ids[i].dev, (uintmax_t)iso->ids[i].ino,
+                strlen(iso->dirs[i]), iso->dirs[i]);
+    return fclose(f);
+}
+
+/* The run's state: a locked directory of its own where runs keep theirs (state_dir.h), with
+ * upper and work directories, and the list of directories for a recovery. */
 static int make_state(struct idle_isolation *iso, char *err, size_t errsize)
 {
-    if (mkdir(IDLE_STATE_ROOT, 0700) < 0 && errno != EEXIST)
-        return specx_format_error(err, errsize, "cannot make %s: %s", IDLE_STATE_ROOT,
-                                  strerror(errno));
-    snprintf(iso->state, sizeof iso->state, IDLE_STATE_ROOT "/%d", (int)getpid());
-    idle_remove_tree(iso->state); /* a run of ours with this pid was killed long ago */
-    if (mkdir(iso->state, 0700) < 0)
-        return specx_format_error(err, errsize, "cannot make %s: %s", iso->state, strerror(errno));
+    if (idle_state_root_open(&iso->root, true, err, errsize) < 0)
+        return -1;
+    for (size_t i = 0; i < iso->n; i++)
+        if (within(iso->root.path, iso->dirs[i]) || within(iso->dirs[i], iso->root.path))
+            return specx_format_error(err, errsize, "--isolate %s: holds or lies in %s, where "
+                                      "the changes are kept apart", iso->dirs[i],
+                                      iso->root.path);
+    iso->state_fd = idle_state_make_run(&iso->root, iso->name, sizeof iso->name);
+    if (iso->state_fd < 0)
+        return specx_format_error(err, errsize, "cannot make the run's state in %s: %s",
+                                  iso->root.path, strerror(errno));
+    if (snprintf(iso->state, sizeof iso->state, "%s/%s", iso->root.path, iso->name) >=
+        (int)sizeof iso->state)
+        return specx_format_error(err, errsize, "cannot make the run's state in %s: %s",
+                                  iso->root.path, strerror(ENAMETOOLONG));
     char path[PATH_MAX];
+    const char *rel = path + strlen(iso->state) + 1; /* the same, in the run's directory */
     for (unsigned i = 0; i < iso->n; i++) {
         idle_upper_dir(path, sizeof path, iso->state, i);
-        int rc = mkdir(path, 0755);
-        idle_work_dir(path, sizeof path, iso->state, i);
-        if (rc < 0 || mkdir(path, 0700) < 0)
+        int rc = mkdirat(iso->state_fd, rel, 0755);
+        if (rc == 0)
+            idle_work_dir(path, sizeof path, iso->state, i);
+        if (rc < 0 || mkdirat(iso->state_fd, rel, 0700) < 0)
             return specx_format_error(err, errsize, "cannot make %s: %s", path, strerror(errno));
     }
-    snprintf(path, sizeof path, "%s/" DIRS_FILE, iso->state);
-    FILE *f = fopen(path, "we");
-    for (size_t i = 0; f && i < iso->n; i++)
-        fprintf(f, "%s\n", iso->dirs[i]);
-    if (!f || fclose(f) != 0)
-        return specx_format_error(err, errsize, "cannot write %s: %s", path, strerror(errno));
+    if (write_dirs(iso) < 0)
+        return specx_format_error(err, errsize, "cannot write %s/" DIRS_FILE ": %s", iso->state,
+                                  strerror(errno));
     return 0;
 }
 
 int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options *o, char *err,
                            size_t errsize)
 {
-    *iso = (struct idle_isolation){ .watch_fd = -1 };
+    *iso = (struct idle_isolation){ .watch_fd = -1, .state_fd = -1, .root.fd = -1 };
     if (check_dirs(iso, o, err, errsize) < 0)
         return -1;
     if (make_state(iso, err, errsize) < 0) {
@@ -120,6 +143,13 @@ int idle_isolation_enter(const struct idle_isolation *iso, const char **failed)
             return -1;
     }
     return 0;
+}
+
+void idle_isolation_drop_lock(struct idle_isolation *iso)
+{
+    if (iso->state[0] && iso->state_fd >= 0)
+        close(iso->state_fd);
+    iso->state_fd = -1;
 }
 
 void idle_isolation_watch(struct idle_isolation *iso, pid_t pid)
@@ -222,14 +252,16 @@ static bool user_agrees(const struct idle_isolation *iso)
 
 static void commit(struct idle_isolation *iso)
 {
-    if (idle_journal_write(iso->state, &iso->changes) < 0) {
+    /* The upper layer's files and the list of directories reach the disk before the journal
+     * that a recovery after a power cut would finish from them. */
+    if (syncfs(iso->state_fd) < 0 || idle_journal_write(iso->state_fd, &iso->changes) < 0) {
         snprintf(iso->failure, sizeof iso->failure, "cannot write the commit's journal in %s: %s",
                  iso->state, strerror(errno));
         iso->outcome = ISOLATION_INCOMPLETE;
         return;
     }
-    if (idle_changes_apply(&iso->changes, iso->dirs, iso->state, getpid(), iso->failure,
-                           sizeof iso->failure) < 0) {
+    if (idle_changes_apply(&iso->changes, iso->dirs, iso->ids, iso->state_fd, iso->name,
+                           iso->failure, sizeof iso->failure) < 0) {
         iso->outcome = ISOLATION_INCOMPLETE; /* the journal stays: a later run finishes it */
         return;
     }
@@ -267,28 +299,16 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
         idle_isolation_abandon(iso);
 }
 
-/* A run's state is gone as a whole as far as a recovery can tell: renamed out of the runs'
- * names, durably, before anything in it is removed. Removed in place (depth first), a kill
- * part way through a committed run's removal left its journal with upper files already gone: a
- * commit no later run could finish, and every later run refused to start (seen in the v2 VM). */
-static void remove_state(const char *state)
-{
-    char gone[PATH_MAX];
-    snprintf(gone, sizeof gone, "%s" GONE_SUFFIX, state);
-    idle_remove_tree(gone); /* of a run with this pid that was killed while removing it */
-    if (rename(state, gone) == 0) {
-        idle_sync_dir(IDLE_STATE_ROOT);
-        idle_remove_tree(gone);
-    } else {
-        idle_remove_tree(state);
-    }
-    rmdir(IDLE_STATE_ROOT); /* only if no other run keeps its state there */
-}
-
 void idle_isolation_abandon(struct idle_isolation *iso)
 {
-    if (iso->state[0])
-        remove_state(iso->state);
+    if (iso->state[0]) {
+        idle_state_remove_run(&iso->root, iso->name);
+        close(iso->state_fd);
+        iso->state_fd = -1;
+        iso->state[0] = '\0';
+    }
+    if (iso->root.path[0])
+        idle_state_root_close(&iso->root);
     for (size_t i = 0; i < IDLE_MAX_ISOLATE; i++) {
         idle_snapshot_free(&iso->before[i]);
         idle_pathset_free(&iso->read[i]);
@@ -298,73 +318,92 @@ void idle_isolation_abandon(struct idle_isolation *iso)
     iso->watch_fd = -1;
 }
 
-/* The directories of the run whose state is STATE, from its list. */
-static size_t read_dirs(const char *state, char (*dirs)[4096])
+/* The directories of the run whose state is STATE_FD, from its list: how many, or -1 if the
+ * list does not check out (each an absolute path by plain names, the list whole). */
+static long read_dirs(int state_fd, char (*dirs)[4096], struct idle_dir_id *ids)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/" DIRS_FILE, state);
-    FILE *f = fopen(path, "re");
-    size_t n = 0;
-    while (f && n < IDLE_MAX_ISOLATE && fgets(dirs[n], 4096, f)) {
-        dirs[n][strcspn(dirs[n], "\n")] = '\0';
-        n++;
+    int fd = openat(state_fd, DIRS_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
     }
-    if (f)
-        fclose(f);
+    long n = 0;
+    uintmax_t dev, ino;
+    size_t len;
+    while (n >= 0 && fscanf(f, "%ju %ju %zu ", &dev, &ino, &len) == 3) {
+        if (n == IDLE_MAX_ISOLATE || len >= sizeof dirs[n] ||
+            fread(dirs[n], 1, len, f) != len || fgetc(f) != '\n') {
+            n = -1;
+            break;
+        }
+        dirs[n][len] = '\0';
+        if (strlen(dirs[n]) != len || dirs[n][0] != '/' || !idle_rel_valid(dirs[n] + 1))
+            n = -1;
+        else
+            ids[n++] = (struct idle_dir_id){ (dev_t)dev, (ino_t)ino };
+    }
+    if (n >= 0 && fgetc(f) != EOF)
+        n = -1;
+    fclose(f);
     return n;
 }
 
-/* The run whose state is STATE (its pid, RUN) ended without finishing: finish its commit if
- * it had begun one, else drop its changes. */
-static int recover_run(const char *state, pid_t run)
+struct recovery {
+    const struct idle_state_root *root;
+    int finished;
+    bool failed;
+};
+
+/* The run whose state is FD (NAME in the root) ended without finishing: finish its commit if
+ * it had begun one, else drop its changes. A commit whose directory list or journal does not
+ * check out is not applied: its state stays, for the user to look at. */
+static void recover_run(int fd, const char *name, void *arg)
 {
+    struct recovery *r = arg;
     struct idle_changes changes = { 0 };
-    char dirs[IDLE_MAX_ISOLATE][4096], err[512];
-    read_dirs(state, dirs);
-    if (idle_journal_read(state, &changes) < 0) {
-        idle_changes_free(&changes);
-        specx_warn("dropping the uncommitted changes of an earlier run (pid %d) that was "
-                   "killed", (int)run);
-        remove_state(state);
-        return 0;
+    char dirs[IDLE_MAX_ISOLATE][4096], err[PATH_MAX + 256];
+    struct idle_dir_id ids[IDLE_MAX_ISOLATE];
+    if (faccessat(fd, JOURNAL_FILE, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+        specx_warn("dropping the uncommitted changes of an earlier run (%s/%s) that was killed",
+                   r->root->path, name);
+        idle_state_remove_run(r->root, name);
+        return;
     }
-    int rc = idle_changes_apply(&changes, dirs, state, run, err, sizeof err);
-    idle_changes_free(&changes);
+    long n = read_dirs(fd, dirs, ids);
+    int rc = n < 0 ? -1 : idle_journal_read(fd, (size_t)n, &changes);
     if (rc < 0) {
-        specx_warn("cannot finish the interrupted commit of an earlier run (pid %d): %s",
-                   (int)run, err);
-        return -1;
+        specx_warn("not finishing the commit of an earlier run (%s/%s): its %s does not check "
+                   "out; left as it is", r->root->path, name,
+                   n < 0 ? "list of directories" : "journal");
+        r->failed = true;
+    } else if (idle_changes_apply(&changes, dirs, ids, fd, name, err, sizeof err) < 0) {
+        specx_warn("cannot finish the interrupted commit of an earlier run (%s/%s): %s",
+                   r->root->path, name, err);
+        r->failed = true;
+    } else {
+        specx_warn("finished the interrupted commit of an earlier run (%s/%s)", r->root->path,
+                   name);
+        idle_state_remove_run(r->root, name);
+        r->finished++;
     }
-    specx_warn("finished the interrupted commit of an earlier run (pid %d)", (int)run);
-    remove_state(state);
-    return 1;
+    idle_changes_free(&changes);
 }
 
-int idle_isolation_recover(void)
+int idle_isolation_recover(bool say_unsafe)
 {
-    DIR *d = opendir(IDLE_STATE_ROOT);
-    if (!d)
-        return 0;
-    int finished = 0;
-    bool failed = false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char *end, state[PATH_MAX];
-        long pid = strtol(e->d_name, &end, 10);
-        if (end != e->d_name && strcmp(end, GONE_SUFFIX) == 0) {
-            snprintf(state, sizeof state, IDLE_STATE_ROOT "/%s", e->d_name);
-            idle_remove_tree(state); /* its run was killed while removing it */
-            continue;
-        }
-        if (end == e->d_name || *end || pid <= 0 || pid == getpid() ||
-            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue; /* not a run's, or that run still goes on */
-        snprintf(state, sizeof state, IDLE_STATE_ROOT "/%s", e->d_name);
-        int rc = recover_run(state, (pid_t)pid);
-        failed |= rc < 0;
-        finished += rc > 0;
+    struct idle_state_root root;
+    char err[PATH_MAX + 256];
+    if (idle_state_root_open(&root, false, err, sizeof err) < 0) {
+        if (errno == ENOENT)
+            return 0; /* no run of this user ever kept state */
+        if (say_unsafe)
+            specx_warn("%s", err);
+        return -1;
     }
-    closedir(d);
-    rmdir(IDLE_STATE_ROOT); /* only if no run keeps its state there */
-    return failed ? -1 : finished;
+    struct recovery r = { .root = &root };
+    idle_state_each_ended(&root, recover_run, &r);
+    idle_state_root_close(&root);
+    return r.failed ? -1 : r.finished;
 }

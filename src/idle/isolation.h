@@ -14,9 +14,7 @@
 #include "options.h"
 #include "pathset.h"
 #include "snapshot.h"
-
-/* Where runs keep their upper layers and journals; a run's own is STATE_ROOT/PID. */
-#define IDLE_STATE_ROOT "/var/tmp/specx-idle"
+#include "state_dir.h"
 
 enum idle_outcome {
     ISOLATION_UNCHANGED,   /* the command changed nothing */
@@ -27,9 +25,13 @@ enum idle_outcome {
 };
 
 struct idle_isolation {
-    char state[64];         /* IDLE_STATE_ROOT/PID */
+    struct idle_state_root root; /* where runs keep their state (state_dir.h) */
+    char name[32];          /* this run's state: NAME in the root */
+    char state[PATH_MAX];   /* its path */
+    int state_fd;           /* its directory, locked while the run lives */
     size_t n;
     char dirs[IDLE_MAX_ISOLATE][4096];
+    struct idle_dir_id ids[IDLE_MAX_ISOLATE];
     struct idle_snapshot before[IDLE_MAX_ISOLATE];
     struct idle_pathset read[IDLE_MAX_ISOLATE];
     int watch_fd;
@@ -49,6 +51,10 @@ int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options
  * -1 with errno, and the directory that failed in *FAILED. */
 int idle_isolation_enter(const struct idle_isolation *iso, const char **failed);
 
+/* In the command's process, before exec: lets go of its copy of the state's lock, which must
+ * be specx idle's alone (a command killed after specx idle would hold it on). */
+void idle_isolation_drop_lock(struct idle_isolation *iso);
+
 /* In ours once the command's overlays are mounted: starts recording what it opens there. */
 void idle_isolation_watch(struct idle_isolation *iso, pid_t pid);
 /* Takes in what it opened since the last call (the descriptor is iso->watch_fd). */
@@ -67,9 +73,11 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode);
 /* Removes the state of a run that did not get as far as its commit; no error if none. */
 void idle_isolation_abandon(struct idle_isolation *iso);
 
-/* Finishes the commits of earlier runs that were interrupted in them, and removes what runs
- * that were killed before their commit left. Says what it did on stderr. Returns how many
- * commits it finished, or -1 if one could not be. */
-int idle_isolation_recover(void);
+/* Finishes the commits of earlier runs of this user that were interrupted in them, and removes
+ * what runs that were killed before their commit left; a run is over when the lock on its
+ * state can be taken. State whose directory list or journal does not check out is left as it
+ * is, and said. Says what it did on stderr, and, where SAY_UNSAFE, why the runs' state
+ * directory cannot be used. Returns how many commits it finished, or -1 if one could not be. */
+int idle_isolation_recover(bool say_unsafe);
 
 #endif

@@ -74,6 +74,10 @@ static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
     /* Should specx idle be killed outright, the command goes with it; the next run removes
      * its groups and its uncommitted changes. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* Whether a run is alive is the question its locks answer: ours alone. */
+    idle_isolation_drop_lock(&s->isolation);
+    idle_groups_drop_locks(&s->groups);
+    idle_net_queue_drop_locks(&s->network.queue);
     if (idle_groups_attach(&s->groups, 0) < 0)
         child_fail(status_fd, 1, "cannot join the command's cgroups", errno);
     if (idle_priority_lower_self() < 0)
@@ -387,7 +391,8 @@ int main(int argc, char **argv)
      * they were in the middle of. */
     idle_groups_sweep_stale();
     idle_net_queue_sweep();
-    int recovered = idle_isolation_recover();
+    /* --isolate says itself why the runs' state directory cannot be used. */
+    int recovered = idle_isolation_recover(!s.opt.nisolate);
     if (s.opt.recover)
         return recovered < 0 ? 1 : 0;
     if ((s.sigfd = open_signalfd()) < 0)

@@ -3,21 +3,21 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/pkt_sched.h>
 #include <netlink/route/class.h>
 #include <netlink/route/link.h>
 #include <netlink/route/qdisc.h>
 #include <netlink/route/qdisc/htb.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kfile.h"
 #include "net_class.h"
 
 #define REGISTRY "/run/specx-idle/net"
@@ -55,7 +55,8 @@ static void registry_dir(char *out, size_t size, const char *dev)
     snprintf(out, size, REGISTRY "/%llu-%s", ino, dev);
 }
 
-/* Removes the entries of runs that are gone; returns how many live ones are left. */
+/* Removes the entries of runs that are gone (their lock is free); returns how many live ones
+ * are left. */
 static unsigned live_users(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -64,34 +65,57 @@ static unsigned live_users(const char *dir)
     unsigned live = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        long pid = atol(e->d_name);
-        if (pid <= 0)
+        if (e->d_name[0] == '.')
             continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
             live++;
-            continue;
-        }
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
-            unlink(path);
+        else
+            unlinkat(dirfd(d), e->d_name, 0);
+        close(fd);
     }
     closedir(d);
     return live;
 }
 
-static void register_run(const char *dev, bool add)
+/* Enters this run in the registry of DEV's users: an entry that appears already locked (made
+ * unnamed, locked, then linked in), so that no sweep can take it for a dead run's. */
+static void register_run(struct idle_net_dev *d)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 32];
-    registry_dir(dir, sizeof dir, dev);
-    snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
-    if (add) {
-        mkdir("/run/specx-idle", 0755);
-        mkdir(REGISTRY, 0755);
-        mkdir(dir, 0755);
-        specx_kfile_write(path, "");
-    } else {
-        unlink(path);
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    registry_dir(dir, sizeof dir, d->name);
+    mkdir("/run/specx-idle", 0755);
+    mkdir(REGISTRY, 0755);
+    mkdir(dir, 0755);
+    d->entry_fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
+    if (d->entry_fd < 0 || flock(d->entry_fd, LOCK_EX | LOCK_NB) < 0)
+        return;
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", d->entry_fd);
+    for (int i = 0; i < 100; i++) {
+        snprintf(d->entry, sizeof d->entry, i ? "%d-%d" : "%d", (int)getpid(), i);
+        snprintf(path, sizeof path, "%s/%s", dir, d->entry);
+        if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+            return;
+        if (errno != EEXIST)
+            break;
     }
+    d->entry[0] = '\0'; /* not entered: no name of ours to remove */
+}
+
+static void unregister_run(struct idle_net_dev *d)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+    registry_dir(dir, sizeof dir, d->name);
+    snprintf(path, sizeof path, "%s/%s", dir, d->entry);
+    if (d->entry[0])
+        unlink(path);
+    if (d->entry_fd >= 0)
+        close(d->entry_fd);
+    d->entry[0] = '\0';
+    d->entry_fd = -1;
 }
 
 static struct nl_sock *connect_route(void)
@@ -279,17 +303,18 @@ static void start_dev(struct idle_net_queue *q, struct nl_sock *sk, const char *
     bool make = !ours || live_users(dir) == 0;
     /* Registered before the qdisc is made: a run killed in between leaves an entry that the
      * next run's sweep finds, never a qdisc that no entry leads to (seen under load). */
-    register_run(dev, true);
+    struct idle_net_dev *d = &q->devs[q->n];
+    *d = (struct idle_net_dev){ .rate_bps = rate_bps, .entry_fd = -1 };
+    snprintf(d->name, sizeof d->name, "%s", dev);
+    register_run(d);
     int rc = make ? install(sk, ifindex, rate_bps) : 0;
     if (rc < 0) {
         note_why(q, dev, nl_geterror(rc));
-        register_run(dev, false);
+        unregister_run(d);
         release(sk, dev);
         return;
     }
-    struct idle_net_dev *d = &q->devs[q->n++];
-    snprintf(d->name, sizeof d->name, "%s", dev);
-    d->rate_bps = rate_bps;
+    q->n++;
 }
 
 void idle_net_queue_start(struct idle_net_queue *q, const char *dev, uint64_t rate_bps)
@@ -338,12 +363,21 @@ void idle_net_queue_stop(struct idle_net_queue *q)
     q->stopped = true;
     struct nl_sock *sk = connect_route();
     for (size_t i = 0; i < q->n; i++) {
-        register_run(q->devs[i].name, false);
+        unregister_run(&q->devs[i]);
         if (sk)
             release(sk, q->devs[i].name);
     }
     if (sk)
         nl_socket_free(sk);
+}
+
+void idle_net_queue_drop_locks(struct idle_net_queue *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (q->devs[i].entry_fd >= 0) {
+            close(q->devs[i].entry_fd);
+            q->devs[i].entry_fd = -1;
+        }
 }
 
 void idle_net_queue_sweep(void)

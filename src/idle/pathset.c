@@ -2,6 +2,7 @@
 #include "pathset.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,4 +63,19 @@ void idle_pathset_free(struct idle_pathset *s)
         free(s->paths[i]);
     free(s->paths);
     *s = (struct idle_pathset){ 0 };
+}
+
+bool idle_rel_valid(const char *rel)
+{
+    size_t len = strnlen(rel, PATH_MAX);
+    if (len == 0 || len == PATH_MAX)
+        return false;
+    for (const char *name = rel;;) {
+        size_t n = strcspn(name, "/");
+        if (n == 0 || (n == 1 && name[0] == '.') || (n == 2 && strncmp(name, "..", 2) == 0))
+            return false;
+        if (name[n] == '\0')
+            return true;
+        name += n + 1;
+    }
 }

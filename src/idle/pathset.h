@@ -24,4 +24,8 @@ void idle_pathset_free(struct idle_pathset *s);
  * ("" for the directory itself); -1 if none. */
 long idle_path_within(const char *path, char (*dirs)[4096], size_t n, const char **rel);
 
+/* True if REL names something below a directory by plain names alone: not empty, shorter than
+ * PATH_MAX, no leading '/', and no empty, "." or ".." component. */
+bool idle_rel_valid(const char *rel);
+
 #endif

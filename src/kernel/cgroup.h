@@ -95,9 +95,10 @@ void specx_cgroup_kill_all(const struct specx_cgroup *cg);
  * waits up to TIMEOUT_MS for it to empty and removes it, its children first. */
 void specx_cgroup_destroy(const struct specx_cgroup *cg, int timeout_ms);
 
-/* Destroys the groups named PREFIX-PID, where PID no longer lives, below where CONTROLLER's
- * groups are made (specx_cgroup_parent_for): what a run killed outright left behind. Calls
- * REMOVING (if not NULL) with each one's directory first, to say so. */
+/* Destroys the groups named PREFIX-PID, where PID no longer lives and no process holds a lock
+ * (flock) on the group's directory, below where CONTROLLER's groups are made
+ * (specx_cgroup_parent_for): what a run killed outright left behind. Calls REMOVING (if not
+ * NULL) with each one's directory first, to say so. */
 void specx_cgroup_sweep_stale(const char *controller, const char *prefix, int timeout_ms,
                               void (*removing)(const char *dir));
 

@@ -4,10 +4,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "freezer.h"
 
@@ -43,6 +47,18 @@ void specx_cgroup_destroy(const struct specx_cgroup *cg, int timeout_ms)
     specx_cgroup_remove(cg, timeout_ms);
 }
 
+/* A run that locks its group's directory (flock) while it lives is alive while the lock is
+ * held, whatever its pid looks like from here (another pid namespace's). */
+static bool held_by_its_run(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
 void specx_cgroup_sweep_stale(const char *controller, const char *prefix, int timeout_ms,
                               void (*removing)(const char *dir))
 {
@@ -63,7 +79,8 @@ void specx_cgroup_sweep_stale(const char *controller, const char *prefix, int ti
             continue;
         struct specx_cgroup stale = { parent.version, "" };
         if (snprintf(stale.dir, sizeof stale.dir, "%s/%s", parent.dir, e->d_name) >=
-            (int)sizeof stale.dir)
+                (int)sizeof stale.dir ||
+            held_by_its_run(stale.dir))
             continue;
         if (removing)
             removing(stale.dir);

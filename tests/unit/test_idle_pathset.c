@@ -30,9 +30,19 @@ static void a_path_is_within_a_directory_only_at_a_separator(void)
     CHECK(idle_path_within("/srv", dirs, 2, &rel) == -1);
 }
 
+static void only_plain_names_below_a_directory_are_valid(void)
+{
+    CHECK(idle_rel_valid("a") && idle_rel_valid("a/b.c/..d") && idle_rel_valid(".x/y"));
+    const char *bad[] = { "", "/etc/passwd", "..", "a/../b", "a/..", "./a", "a/./b", "a//b",
+                          "a/", "/" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(!idle_rel_valid(bad[i]));
+}
+
 int main(void)
 {
     a_set_is_sorted_once_and_looked_up();
     a_path_is_within_a_directory_only_at_a_separator();
+    only_plain_names_below_a_directory_are_valid();
     return check_status();
 }
