@@ -18,6 +18,7 @@
 #include "policy/lazy_budget.h"
 #include "residency.h"
 #include "run_env.h"
+#include "raw.h"
 
 static bool requested;    /* SPECX_REFORK=fast */
 static bool program_owns; /* the program used MADV_DONTFORK or MADV_WIPEONFORK itself */
@@ -136,7 +137,7 @@ static bool leave_out(const struct specx_mapping *m, struct specx_lazy_region *r
 /* The raw system call: our own exported madvise would count this as the program's advice. */
 static int advise(const struct specx_lazy_region *r, int advice)
 {
-    return (int)syscall(SYS_madvise, (void *)r->start, r->end - r->start, advice);
+    return (int)specx_raw_syscall(SYS_madvise, (void *)r->start, r->end - r->start, advice);
 }
 
 void specx_lazy_exclude(struct specx_lazy_set *set)

@@ -1,0 +1,56 @@
+/* What the kernel says about a process that makes any copy of it unsafe, whoever makes the
+ * copy (the preload runtime from inside, the supervisor from outside): docs/DESIGN.md §3,
+ * "Where specx stands aside".
+ * - A seccomp filter or strict mode: the copy's birth and sealing are system calls the
+ *   program's own list may refuse, by killing the program (strict mode, a KILL action) or by
+ *   running its SIGSYS handler, and a filter the runtime does not know of may refuse the
+ *   runtime's own calls at every read.
+ * - memory.oom.group set on the program's memory cgroup or one above it (cgroup v2): the OOM
+ *   killer then kills the whole group when it chooses any task in it, the copy included.
+ * - A pids.max that a copy brings within reach: the copy is a task of the program's group,
+ *   and the program's next fork could fail because of it. */
+#ifndef SPECX_KERNEL_COPY_HAZARDS_H
+#define SPECX_KERNEL_COPY_HAZARDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum specx_hazard {
+    SPECX_HAZARD_NONE,
+    SPECX_HAZARD_SECCOMP,   /* a seccomp filter or strict mode, or the state cannot be read */
+    SPECX_HAZARD_OOM_GROUP, /* memory.oom.group is set */
+    SPECX_HAZARD_PIDS_MAX,  /* a copy would leave too little room below pids.max */
+};
+
+/* Tasks a group must keep free below its pids.max for a copy to be made: an eighth of the
+ * limit, and at least this many (the program's own forks and threads may come while a copy
+ * lives, and nothing tells how many). */
+#define SPECX_PIDS_ROOM_MIN 8u
+
+/* --- pure (unit-tested) --- */
+
+/* The Seccomp field of TEXT, a /proc/PID/status: 0 none, 1 strict, 2 filter; -1 if TEXT has
+ * none (unknown: a caller stands aside). */
+int specx_status_seccomp(const char *text);
+
+/* Whether a group with CURRENT tasks and a limit of MAX (UINT64_MAX: "max", none) has too
+ * little room for a copy (SPECX_PIDS_ROOM_MIN). */
+bool specx_pids_too_close(uint64_t current, uint64_t max);
+
+/* Whether TEXT, a memory.oom.group, says the group is killed as one. */
+bool specx_oom_group_set(const char *text);
+
+/* --- the live system --- */
+
+/* The seccomp mode of thread TID of process PID (TID 0: the calling thread): as
+ * specx_status_seccomp, -1 if its status cannot be read. */
+int specx_seccomp_mode(pid_t pid, pid_t tid);
+
+/* SPECX_HAZARD_SECCOMP if thread TID of PID (0: the calling thread) has a filter or strict
+ * mode; else SPECX_HAZARD_OOM_GROUP or SPECX_HAZARD_PIDS_MAX if PID's (0: this process's)
+ * groups, its own and those above it, make a copy unsafe; else SPECX_HAZARD_NONE. A group file
+ * that cannot be read says nothing (no such controller, or no limit there). */
+enum specx_hazard specx_copy_hazard(pid_t pid, pid_t tid);
+
+#endif
