@@ -41,8 +41,7 @@ int specx_seccomp_mode(pid_t pid, pid_t tid)
     return specx_status_seccomp(text);
 }
 
-/* Whether CG or a group above it sets memory.oom.group (v2 only: v1 has no such file). */
-static bool oom_group_above(struct specx_cgroup cg)
+bool specx_oom_group_above(struct specx_cgroup cg)
 {
     if (cg.version != SPECX_CG_V2)
         return false;
@@ -55,9 +54,7 @@ static bool oom_group_above(struct specx_cgroup cg)
     return false;
 }
 
-/* Whether CG or a group above it (a limit binds every group below it) is too close to its
- * pids.max for one task more. */
-static bool pids_short_above(struct specx_cgroup cg)
+bool specx_pids_short_above(struct specx_cgroup cg)
 {
     do {
         uint64_t current, max;
@@ -74,9 +71,9 @@ enum specx_hazard specx_copy_hazard(pid_t pid, pid_t tid)
     if (specx_seccomp_mode(pid, tid) != 0)
         return SPECX_HAZARD_SECCOMP;
     struct specx_cgroup cg;
-    if (specx_cgroup_of(pid, "memory", &cg) == 0 && oom_group_above(cg))
+    if (specx_cgroup_of(pid, "memory", &cg) == 0 && specx_oom_group_above(cg))
         return SPECX_HAZARD_OOM_GROUP;
-    if (specx_cgroup_of(pid, "pids", &cg) == 0 && pids_short_above(cg))
+    if (specx_cgroup_of(pid, "pids", &cg) == 0 && specx_pids_short_above(cg))
         return SPECX_HAZARD_PIDS_MAX;
     return SPECX_HAZARD_NONE;
 }

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
+
 enum specx_hazard {
     SPECX_HAZARD_NONE,
     SPECX_HAZARD_SECCOMP,   /* a seccomp filter or strict mode, or the state cannot be read */
@@ -40,6 +42,16 @@ bool specx_pids_too_close(uint64_t current, uint64_t max);
 
 /* Whether TEXT, a memory.oom.group, says the group is killed as one. */
 bool specx_oom_group_set(const char *text);
+
+/* --- group files (unit-tested on a tree laid out as cgroupfs lays out its files) --- */
+
+/* Whether CG or a group above it sets memory.oom.group (v2 only: v1 has no such file; the
+ * OOM killer kills the highest such group that holds its victim). */
+bool specx_oom_group_above(struct specx_cgroup cg);
+
+/* Whether CG or a group above it (a limit binds every group below it) is too close to its
+ * pids.max for one task more (specx_pids_too_close). */
+bool specx_pids_short_above(struct specx_cgroup cg);
 
 /* --- the live system --- */
 

@@ -1,0 +1,121 @@
+/* A program that seals itself with seccomp, then reads a file (tests/test_run_seccomp.py):
+ *   seccomp-reader MODE FILE [LOG]
+ * MODE strict: prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT), as the oldest sandboxes do;
+ * kill / errno: a libseccomp filter whose default action kills the process, or fails the call
+ * with EPERM, allowing only what the reading needs; trap-raw: a filter installed by the
+ * program's own syscall instruction (libc never sees it) that allows everything but traps
+ * setpgid, which the program never calls: its SIGSYS handler writes a line to LOG, so a copy
+ * of it that called setpgid would show. Prints how many bytes it read (and, under errno, what
+ * a call off the list returned), then exits with 0; plainly and under specx run alike. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int log_fd = -1;
+
+static void on_sigsys(int sig)
+{
+    (void)sig;
+    static const char line[] = "sigsys\n";
+    if (log_fd >= 0)
+        write(log_fd, line, sizeof line - 1);
+}
+
+/* Allows exactly NRS, everything else gets DEFAULT. Exits on failure. */
+static void libseccomp_filter(uint32_t deflt, const int *nrs, size_t n)
+{
+    scmp_filter_ctx ctx = seccomp_init(deflt);
+    for (size_t i = 0; ctx && i < n; i++)
+        if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nrs[i], 0) < 0)
+            ctx = NULL;
+    if (!ctx || seccomp_load(ctx) < 0) {
+        perror("seccomp-reader: libseccomp");
+        _exit(2);
+    }
+}
+
+/* seccomp(SECCOMP_SET_MODE_FILTER) by the program's own instruction. */
+static long raw_seccomp(unsigned long op, unsigned long flags, void *args)
+{
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"((long)SYS_seccomp), "D"(op), "S"(flags), "d"(args)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+static void trap_setpgid(void)
+{
+    struct sock_filter insns[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setpgid, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof insns / sizeof insns[0], insns };
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigsys;
+    if (sigaction(SIGSYS, &sa, NULL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        raw_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+        perror("seccomp-reader: raw filter");
+        _exit(2);
+    }
+}
+
+static void say(const char *text)
+{
+    write(STDOUT_FILENO, text, strlen(text));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: seccomp-reader strict|kill|errno|trap-raw FILE [LOG]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    int fd = open(argv[2], O_RDONLY);
+    if (fd < 0 || (argc > 3 && (log_fd = open(argv[3], O_WRONLY | O_APPEND)) < 0)) {
+        perror("seccomp-reader: open");
+        return 2;
+    }
+    static const int reading[] = { SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(exit),
+                                   SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn) };
+    const size_t nreading = sizeof reading / sizeof reading[0];
+    if (strcmp(mode, "strict") == 0)
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT);
+    else if (strcmp(mode, "kill") == 0)
+        libseccomp_filter(SCMP_ACT_KILL_PROCESS, reading, nreading);
+    else if (strcmp(mode, "errno") == 0)
+        libseccomp_filter(SCMP_ACT_ERRNO(EPERM), reading, nreading);
+    else if (strcmp(mode, "trap-raw") == 0)
+        trap_setpgid();
+    else
+        return 2;
+    static char buf[65536];
+    unsigned long total = 0;
+    long n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        total += (unsigned long)n;
+    char msg[96];
+    snprintf(msg, sizeof msg, "read %lu\n", total);
+    say(msg);
+    if (strcmp(mode, "errno") == 0) {
+        /* A call off the list fails as the filter says: plainly and under specx alike. */
+        long got = syscall(SYS_getppid);
+        snprintf(msg, sizeof msg, "getppid %ld errno %d\n", got, got < 0 ? errno : 0);
+        say(msg);
+    }
+    syscall(SYS_exit, 0); /* strict mode allows exit, not exit_group */
+}
