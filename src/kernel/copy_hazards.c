@@ -66,14 +66,20 @@ bool specx_pids_short_above(struct specx_cgroup cg)
     return false;
 }
 
-enum specx_hazard specx_copy_hazard(pid_t pid, pid_t tid)
+void specx_copy_groups_find(pid_t pid, struct specx_copy_groups *g)
+{
+    g->memory_v2 = specx_cgroup_of(pid, "memory", &g->memory_group) == 0 &&
+                   g->memory_group.version == SPECX_CG_V2;
+    g->pids = specx_cgroup_of(pid, "pids", &g->pids_group) == 0;
+}
+
+enum specx_hazard specx_copy_hazard(const struct specx_copy_groups *g, pid_t pid, pid_t tid)
 {
     if (specx_seccomp_mode(pid, tid) != 0)
         return SPECX_HAZARD_SECCOMP;
-    struct specx_cgroup cg;
-    if (specx_cgroup_of(pid, "memory", &cg) == 0 && specx_oom_group_above(cg))
+    if (g->memory_v2 && specx_oom_group_above(g->memory_group))
         return SPECX_HAZARD_OOM_GROUP;
-    if (specx_cgroup_of(pid, "pids", &cg) == 0 && specx_pids_short_above(cg))
+    if (g->pids && specx_pids_short_above(g->pids_group))
         return SPECX_HAZARD_PIDS_MAX;
     return SPECX_HAZARD_NONE;
 }

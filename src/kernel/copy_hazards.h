@@ -59,10 +59,22 @@ bool specx_pids_short_above(struct specx_cgroup cg);
  * specx_status_seccomp, -1 if its status cannot be read. */
 int specx_seccomp_mode(pid_t pid, pid_t tid);
 
+/* The groups whose files (and those of the groups above them) say whether a copy may be made:
+ * PID's (0: this process's) memory cgroup on v2 and its pids cgroup, where there are such. */
+struct specx_copy_groups {
+    bool memory_v2, pids;
+    struct specx_cgroup memory_group, pids_group;
+};
+
+/* Finds them: reads /proc/self/mounts and PID's cgroup file, ≈ 50 µs each, so the runtime does
+ * it once per process (a process that changes groups later is rare). */
+void specx_copy_groups_find(pid_t pid, struct specx_copy_groups *groups);
+
 /* SPECX_HAZARD_SECCOMP if thread TID of PID (0: the calling thread) has a filter or strict
- * mode; else SPECX_HAZARD_OOM_GROUP or SPECX_HAZARD_PIDS_MAX if PID's (0: this process's)
- * groups, its own and those above it, make a copy unsafe; else SPECX_HAZARD_NONE. A group file
- * that cannot be read says nothing (no such controller, or no limit there). */
-enum specx_hazard specx_copy_hazard(pid_t pid, pid_t tid);
+ * mode; else SPECX_HAZARD_OOM_GROUP or SPECX_HAZARD_PIDS_MAX if GROUPS, or groups above them,
+ * make a copy unsafe now; else SPECX_HAZARD_NONE. A group file that cannot be read says
+ * nothing (no such controller there, or no limit). */
+enum specx_hazard specx_copy_hazard(const struct specx_copy_groups *groups, pid_t pid,
+                                    pid_t tid);
 
 #endif

@@ -122,10 +122,13 @@ static bool memory_short(const struct supervisor *s)
 /* Whether the kernel's view of the program forbids a copy (copy_hazards.h), counted. A
  * thread with a seccomp filter or strict mode is never held: the injected clone, and the
  * calls that seal the copy, are on no list of the program's, and the copy would inherit its
- * filter. */
+ * filter. Its groups are found afresh each time, on the supervisor's thread while the program
+ * runs: a command may move into a group, then exec the program. */
 static bool copy_forbidden(struct supervisor *s, pid_t tid)
 {
-    switch (specx_copy_hazard(s->pid, tid)) {
+    struct specx_copy_groups groups;
+    specx_copy_groups_find(s->pid, &groups);
+    switch (specx_copy_hazard(&groups, s->pid, tid)) {
     case SPECX_HAZARD_NONE:
         return false;
     case SPECX_HAZARD_SECCOMP:

@@ -52,6 +52,9 @@ static pid_t copy_thread;
 static struct specx_lazy_set lazy_set;
 /* The cloning thread's signal mask, which the copy takes back once sealed (clone_speculative). */
 static sigset_t mask_at_clone;
+/* This process's groups whose files may forbid a copy (copy_forbidden), found with its control
+ * region. */
+static struct specx_copy_groups copy_groups;
 
 /* Judges the copy that just ended or is about to be replaced, by what its predictions were
  * worth to the program (trust.h): a copy none of whose records the program read was useless,
@@ -462,6 +465,7 @@ static bool may_create_copy(void)
         return false;
     }
     specx_memory_watch_find_group(&specx.ctl->memory);
+    specx_copy_groups_find(0, &copy_groups);
     return true;
 }
 
@@ -473,7 +477,7 @@ static bool may_create_copy(void)
  * files it reads cost tens of microseconds, which the program's own read hides. */
 static bool copy_forbidden(void)
 {
-    enum specx_hazard hazard = specx_copy_hazard(0, 0);
+    enum specx_hazard hazard = specx_copy_hazard(&copy_groups, 0, 0);
     if (hazard == SPECX_HAZARD_SECCOMP)
         stand_aside();
     else if (hazard != SPECX_HAZARD_NONE)
