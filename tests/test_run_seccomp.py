@@ -57,13 +57,15 @@ def cold(tmp_path_factory):
 
 @pytest.mark.root
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("mode", ["strict", "kill", "errno", "trap-raw"])
+@pytest.mark.parametrize("mode", ["strict", "kill", "errno", "trap-raw", "inherit"])
 def test_self_sandboxed_program_is_left_alone(cold, tmp_path, backend, mode):
     """The program's seccomp list is its own: specx makes no copy of it and, once it is sealed,
     no call of its own (strict mode allows read, write, exit and sigreturn; a KILL filter kills
     the program at the first other call). The trap-raw filter, installed past libc, traps a
     call the program never makes and logs it from its SIGSYS handler: a copy made after it
-    (which calls setpgid) would leave a line there."""
+    (which calls setpgid) would leave a line there. Under inherit the program execs itself
+    under a filter that kills at cachestat, as a service manager's list without that call
+    would: the new image stands aside from its start."""
     prog = program("seccomp-reader", backend)
     outcomes = []
     for report in (None, tmp_path / "report.json"):

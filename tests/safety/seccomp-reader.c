@@ -5,8 +5,11 @@
  * with EPERM, allowing only what the reading needs; trap-raw: a filter installed by the
  * program's own syscall instruction (libc never sees it) that allows everything but traps
  * setpgid, which the program never calls: its SIGSYS handler writes a line to LOG, so a copy
- * of it that called setpgid would show. Prints how many bytes it read (and, under errno, what
- * a call off the list returned), then exits with 0; plainly and under specx run alike. */
+ * of it that called setpgid would show; inherit: a filter that kills the process at cachestat
+ * (a call the program never makes, newer than many services' lists), then an exec of itself
+ * in mode plain, which only reads: the filter is inherited, as from a service manager. Prints
+ * how many bytes it read (and, under errno, what a call off the list returned), then exits
+ * with 0; plainly and under specx run alike. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -54,21 +57,49 @@ static long raw_seccomp(unsigned long op, unsigned long flags, void *args)
     return ret;
 }
 
-static void trap_setpgid(void)
+/* Fills INSNS (4 of them) and PROG with a filter that gives system call NR the action ACTION
+ * and allows everything else. */
+static void one_call_filter(struct sock_filter *insns, struct sock_fprog *prog, int nr,
+                            unsigned action)
 {
-    struct sock_filter insns[] = {
+    const struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setpgid, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, action),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = { sizeof insns / sizeof insns[0], insns };
+    memcpy(insns, filter, sizeof filter);
+    *prog = (struct sock_fprog){ 4, insns };
+}
+
+static void trap_setpgid(void)
+{
+    struct sock_filter insns[4];
+    struct sock_fprog prog;
+    one_call_filter(insns, &prog, SYS_setpgid, SECCOMP_RET_TRAP);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigsys;
     if (sigaction(SIGSYS, &sa, NULL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
         raw_seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
         perror("seccomp-reader: raw filter");
+        _exit(2);
+    }
+}
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+static void exec_under_filter(char **argv)
+{
+    struct sock_filter insns[4];
+    struct sock_fprog prog;
+    one_call_filter(insns, &prog, __NR_cachestat, SECCOMP_RET_KILL_PROCESS);
+    char *args[] = { argv[0], "plain", argv[2], NULL };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 || execv("/proc/self/exe", args)) {
+        perror("seccomp-reader: inherit");
         _exit(2);
     }
 }
@@ -81,10 +112,12 @@ static void say(const char *text)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: seccomp-reader strict|kill|errno|trap-raw FILE [LOG]\n");
+        fprintf(stderr, "usage: seccomp-reader strict|kill|errno|trap-raw|inherit FILE [LOG]\n");
         return 2;
     }
     const char *mode = argv[1];
+    if (strcmp(mode, "inherit") == 0)
+        exec_under_filter(argv);
     int fd = open(argv[2], O_RDONLY);
     if (fd < 0 || (argc > 3 && (log_fd = open(argv[3], O_WRONLY | O_APPEND)) < 0)) {
         perror("seccomp-reader: open");
@@ -101,7 +134,7 @@ int main(int argc, char **argv)
         libseccomp_filter(SCMP_ACT_ERRNO(EPERM), reading, nreading);
     else if (strcmp(mode, "trap-raw") == 0)
         trap_setpgid();
-    else
+    else if (strcmp(mode, "plain") != 0)
         return 2;
     static char buf[65536];
     unsigned long total = 0;
