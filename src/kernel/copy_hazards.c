@@ -2,7 +2,6 @@
 #include "copy_hazards.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "cgroup.h"
 #include "kfile.h"

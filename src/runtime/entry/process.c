@@ -41,7 +41,7 @@ static bool env_is_one(const char *name)
  * as sealed. */
 static bool started_sealed(void)
 {
-    char text[4096];
+    char text[4096] = "";
     uint64_t pid = 0, ppid = 0;
     int mode = specx_kfile_read("/proc/self/status", text, sizeof text) > 0
                    ? specx_status_seccomp(text)
