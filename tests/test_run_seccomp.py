@@ -105,8 +105,9 @@ def test_report_says_it_stood_aside(cold, tmp_path):
 def signalled_by_name(name, marker, sig):
     """Sends SIG, for as long as the block runs, to every process called NAME whose command line
     has MARKER and that has a handler for it: what `pkill -f` does, which reaches a program's
-    copies too (and not `specx run`, which would pass it on). New processes are learnt of from the kernel as they are forked and signalled at once,
-    so that a copy is reached between its clone and its seal; the rest every millisecond."""
+    copies too (and not `specx run`, which would pass it on). New processes are learnt of from
+    the kernel as they are forked and signalled at once, so that a copy is reached between its
+    clone and its seal; the rest every millisecond."""
     stop = threading.Event()
     marker = str(marker).encode()
     events = _process_events()

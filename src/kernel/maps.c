@@ -82,7 +82,8 @@ long specx_maps_read_of(int pid, char **buf, size_t *size)
     long err = *buf == MAP_FAILED ? -ENOMEM : 0;
     while (err == 0) {
         if (len + 1 == *size) {
-            char *bigger = (char *)specx_raw_syscall(SYS_mremap, *buf, *size, *size * 2, MREMAP_MAYMOVE);
+            char *bigger = (char *)specx_raw_syscall(SYS_mremap, *buf, *size, *size * 2,
+                                                     MREMAP_MAYMOVE);
             if (bigger == MAP_FAILED) {
                 err = -ENOMEM;
                 break;

@@ -333,6 +333,14 @@ static bool clone_speculative(void)
     copy_dry = !specx_trust_live();
     specx_trust_set_dry(copy_dry);
     pid_t program = getpid();
+    /* Every signal is blocked from here: in the program while regions are left out of its
+     * forks (a handler that forked meanwhile would give its child holes), in the copy until
+     * it is sealed (become_speculative: until then it shares the program's descriptors,
+     * process group and handlers, and a handler run there could write, signal or read input
+     * as the program). The program's own signals wait the clone's time at most. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &mask_at_clone);
     lazy_set.n = 0;
     if (single_threaded()) {
         if (specx_lazy_wanted())
@@ -342,21 +350,15 @@ static bool clone_speculative(void)
     }
     /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
      * pthread_atfork handlers of the program run for it. Made by a thread of a multi-threaded
-     * program, it copies that thread alone, as fork does. Every signal is blocked across it:
-     * the copy shares the program's descriptors, process group and handlers until it is
-     * sealed (become_speculative), and a handler run there could write, signal or read input
-     * as the program. The program's own signals wait the clone's time at most. */
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &mask_at_clone);
+     * program, it copies that thread alone, as fork does. */
     long pid = specx_raw_syscall(SYS_clone, 0UL, NULL, NULL, NULL, 0UL);
     if (pid == 0) {
         if (specx_lazy_reserve(&lazy_set, program) < 0)
             _exit(127);
         return true;
     }
-    pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
     specx_lazy_restore(&lazy_set);
+    pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;

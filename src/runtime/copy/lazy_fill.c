@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -79,7 +78,6 @@ int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t prog)
     /* Opened now: the sandbox re-opens it privately like any file; without it every page is
      * treated as present (correct, only slower: no zero pages, no swap prefetch). */
     specx_pagemap_open(prog);
-    pthread_sigmask(SIG_SETMASK, &set->signals, NULL); /* blocked by specx_lazy_exclude */
     return 0;
 }
 

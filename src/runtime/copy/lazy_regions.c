@@ -3,9 +3,7 @@
 #include "copy/lazy_memory.h"
 
 #include <link.h>
-#include <pthread.h>
 #include <stddef.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -148,9 +146,6 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
     if (specx_maps_read(&buf, &size) < 0)
         return;
     set->budget = specx_lazy_budget_of((unsigned long)specx_control_memory_limit(specx.ctl));
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &set->signals);
     for (char *line = buf; *line && set->n < SPECX_LAZY_MAX_REGIONS;) {
         struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
@@ -159,8 +154,6 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
             set->r[set->n++] = r;
     }
     munmap(buf, size);
-    if (set->n == 0)
-        pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
 }
 
 void specx_lazy_restore(const struct specx_lazy_set *set)
@@ -169,7 +162,6 @@ void specx_lazy_restore(const struct specx_lazy_set *set)
         return;
     for (unsigned i = 0; i < set->n; i++)
         advise(&set->r[i], MADV_DOFORK);
-    pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
 }
 
 void specx_lazy_release_regions(void)

@@ -267,10 +267,13 @@ enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const stru
     busy = true;
     int saved = errno;
     uint64_t want = iov_total(iov, iovcnt);
-    enum specx_read_action action = want == 0                    ? SPECX_READ_PASS
-                                    : specx.role == SPECX_ROLE_SPEC ? check_spec_read(r, fd)
-                                    : timing_only()                 ? time_read(r, fd)
-                                                                    : checked_read(r, fd, want, off);
+    enum specx_read_action action;
+    if (want == 0)
+        action = SPECX_READ_PASS;
+    else if (specx.role == SPECX_ROLE_SPEC)
+        action = check_spec_read(r, fd);
+    else
+        action = timing_only() ? time_read(r, fd) : checked_read(r, fd, want, off);
     errno = saved;
     busy = false;
     return action;

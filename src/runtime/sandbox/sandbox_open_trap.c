@@ -57,7 +57,8 @@ static long checked_open(long dirfd, long path, long flags, long mode)
      * O_NOATIME where the kernel allows it (owner or CAP_FOWNER): a file the program itself
      * never reads keeps its access time. */
     long reopen_flags = flags & ~(long)O_NOFOLLOW;
-    int fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, self, reopen_flags | O_NOATIME, mode, 0, cookie);
+    int fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, self, reopen_flags | O_NOATIME, mode,
+                                    0, cookie);
     if (fd < 0 && errno == EPERM)
         fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, self, reopen_flags, mode, 0, cookie);
     if (fd < 0) {
@@ -78,7 +79,8 @@ static void pass_to_previous(int sig, siginfo_t *info, void *context)
     else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN)
         previous.sa_handler(sig);
     else if (previous.sa_handler == SIG_DFL)
-        specx_raw_syscall(SYS_exit_group, 128 + SIGSYS); /* what the default action would end with */
+        /* what the default action would end with */
+        specx_raw_syscall(SYS_exit_group, 128 + SIGSYS);
 }
 
 static void on_sigsys(int sig, siginfo_t *info, void *context)
