@@ -7,13 +7,17 @@
  * setpgid, which the program never calls: its SIGSYS handler writes a line to LOG, so a copy
  * of it that called setpgid would show; inherit: a filter that kills the process at cachestat
  * (a call the program never makes, newer than many services' lists), then an exec of itself
- * in mode plain, which only reads: the filter is inherited, as from a service manager. Prints
+ * in mode plain, which only reads: the filter is inherited, as from a service manager;
+ * kill-tsync: a second thread reads while the first installs a killing filter for both
+ * (SECCOMP_FILTER_FLAG_TSYNC) once the reading is under way. Prints
  * how many bytes it read (and, under errno, what a call off the list returned), then exits
  * with 0; plainly and under specx run alike. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -104,6 +108,42 @@ static void exec_under_filter(char **argv)
     }
 }
 
+static int read_fd;
+static unsigned long read_total;
+static int read_done;
+
+static void *read_through(void *unused)
+{
+    (void)unused;
+    static char buf[65536];
+    long n;
+    while ((n = read(read_fd, buf, sizeof buf)) > 0)
+        __atomic_add_fetch(&read_total, (unsigned long)n, __ATOMIC_RELAXED);
+    __atomic_store_n(&read_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The reading thread is under way (1 MiB in, or done with a smaller file) when the filter goes
+ * in for both threads. */
+static void filter_both_threads(const int *nrs, size_t n)
+{
+    pthread_t reader;
+    if (pthread_create(&reader, NULL, read_through, NULL) != 0)
+        _exit(2);
+    while (__atomic_load_n(&read_total, __ATOMIC_RELAXED) < (1ul << 20) &&
+           !__atomic_load_n(&read_done, __ATOMIC_ACQUIRE))
+        sched_yield();
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    for (size_t i = 0; ctx && i < n; i++)
+        if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nrs[i], 0) < 0)
+            ctx = NULL;
+    if (!ctx || seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) < 0 || seccomp_load(ctx) < 0) {
+        perror("seccomp-reader: libseccomp");
+        _exit(2);
+    }
+    pthread_join(reader, NULL);
+}
+
 static void say(const char *text)
 {
     write(STDOUT_FILENO, text, strlen(text));
@@ -112,7 +152,7 @@ static void say(const char *text)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: seccomp-reader strict|kill|errno|trap-raw|inherit FILE [LOG]\n");
+        fprintf(stderr, "usage: seccomp-reader strict|kill|errno|trap-raw|inherit|kill-tsync FILE [LOG]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -134,10 +174,19 @@ int main(int argc, char **argv)
         libseccomp_filter(SCMP_ACT_ERRNO(EPERM), reading, nreading);
     else if (strcmp(mode, "trap-raw") == 0)
         trap_setpgid();
+    else if (strcmp(mode, "kill-tsync") == 0) {
+        /* and what a thread's end and a join need */
+        static const int threads[] = { SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(exit),
+                                       SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn),
+                                       SCMP_SYS(futex), SCMP_SYS(madvise), SCMP_SYS(munmap),
+                                       SCMP_SYS(rt_sigprocmask) };
+        read_fd = fd;
+        filter_both_threads(threads, sizeof threads / sizeof threads[0]);
+    }
     else if (strcmp(mode, "plain") != 0)
         return 2;
     static char buf[65536];
-    unsigned long total = 0;
+    unsigned long total = read_total;
     long n;
     while ((n = read(fd, buf, sizeof buf)) > 0)
         total += (unsigned long)n;
