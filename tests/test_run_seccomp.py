@@ -80,16 +80,18 @@ def test_self_sandboxed_program_is_left_alone(cold, tmp_path, backend, mode):
     if mode == "errno":
         assert "getppid -1 errno 1" in outcomes[0][1]
     result = json.loads((tmp_path / "report.json").read_text())
+    # Under kill-tsync copies of the reading thread may come before the filter (a copy is a
+    # process of its own, which the filter does not reach); in the other modes there is none.
     if backend == "preload":
         assert "seccomp" in result["total"]["flags"], result["total"]
-        # Copies of the reading thread may come before the filter; none after it.
         assert result["total"]["spec_created"] == 0 or mode == "kill-tsync", result["total"]
     else:
         assert result["mechanism"] == "supervisor"
-        assert result["supervisor"]["copies"] == 0, result["supervisor"]
+        assert result["supervisor"]["copies"] == 0 or mode == "kill-tsync", result["supervisor"]
         # The sampler (nice 19) may see no stall at all beside busy CPUs; when it saw one, the
-        # supervisor stood aside there.
-        if result["supervisor"]["stalls_unpredicted"]:
+        # supervisor stood aside there (under kill-tsync the stalls may all be the filter's
+        # predecessors').
+        if result["supervisor"]["stalls_unpredicted"] and mode != "kill-tsync":
             assert result["supervisor"]["seccomp"] >= 1, result["supervisor"]
 
 
