@@ -156,14 +156,37 @@ static size_t processes_with(const struct run_stats *s, uint32_t flag)
  * than counts to interpret. */
 static void print_why_not(FILE *out, const struct run_result *r)
 {
-    size_t never = processes_with(&r->stats, SPECX_SLOT_NEVER_PREDICTED);
+    static const struct {
+        uint32_t flag;
+        const char *what;
+    } reasons[] = {
+        { SPECX_SLOT_SECCOMP, "had a seccomp filter or strict mode (no copy, and no call of "
+                              "specx's own at the reads)" },
+        { SPECX_SLOT_OOM_GROUP, "in a memory cgroup killed as one (memory.oom.group): no "
+                                "copy, which the OOM killer would take the program with" },
+        { SPECX_SLOT_PIDS_MAX, "close to their cgroup's pids.max: no copy, which would count "
+                               "there and could make their own forks fail" },
+    };
     char why[256];
+    bool first = true;
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
+        size_t n = processes_with(&r->stats, reasons[i].flag);
+        if (!n)
+            continue;
+        snprintf(why, sizeof why, "%zu process%s %s", n, n == 1 ? "" : "es", reasons[i].what);
+        if (first)
+            fputc('\n', out);
+        first = false;
+        print_wrapped(out, "  specx stood aside: ", why);
+    }
+    size_t never = processes_with(&r->stats, SPECX_SLOT_NEVER_PREDICTED);
     if (!never)
         return;
     snprintf(why, sizeof why, "in %zu process%s copies never predicted the next read: no more "
              "copies after %u in a row that predicted none", never, never == 1 ? "" : "es",
              SPECX_RETIRE_AFTER);
-    fputc('\n', out);
+    if (first)
+        fputc('\n', out);
     print_wrapped(out, "  speculation stopped: ", why);
 }
 
@@ -198,7 +221,16 @@ static void print_supervisor(FILE *out, const struct supervisor_counts *c)
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " opens\n", "copies' calls served",
             s->calls, s->opens);
     char why[256] = "";
-    if (c->traced)
+    if (c->seccomp)
+        snprintf(why, sizeof why, "the program's thread had a seccomp filter or strict mode at %"
+                 PRIu64 " stalls: specx stood aside (no clone injected)", c->seccomp);
+    else if (c->oom_group)
+        snprintf(why, sizeof why, "the program's memory cgroup kills as one (memory.oom.group): "
+                 "no copy at %" PRIu64 " stalls", c->oom_group);
+    else if (c->pids_max)
+        snprintf(why, sizeof why, "a copy would have come close to the program's pids.max: no "
+                 "copy at %" PRIu64 " stalls", c->pids_max);
+    else if (c->traced)
         snprintf(why, sizeof why, "another tracer (a debugger) held the program's thread at %"
                  PRIu64 " stalls: specx stood aside", c->traced);
     else if (c->shared_memory)
@@ -311,6 +343,9 @@ static const struct {
     { SPECX_SLOT_SANDBOX_FAILED, "sandbox_failed" },
     { SPECX_SLOT_NO_CACHESTAT, "no_cachestat" },
     { SPECX_SLOT_ENDED, "ended" },
+    { SPECX_SLOT_SECCOMP, "seccomp" },
+    { SPECX_SLOT_OOM_GROUP, "oom_group" },
+    { SPECX_SLOT_PIDS_MAX, "pids_max" },
 };
 
 static void json_flags(FILE *out, uint32_t flags)
@@ -374,11 +409,13 @@ static void json_supervisor(FILE *out, const struct run_result *r)
             ", \"stuck_ended\": %" PRIu64 ", \"memory_ended\": %" PRIu64
             ", \"not_made\": %" PRIu64
             ", \"shared_memory\": %" PRIu64 ", \"traced\": %" PRIu64
+            ", \"seccomp\": %" PRIu64 ", \"oom_group\": %" PRIu64 ", \"pids_max\": %" PRIu64
             ", \"held_s\": %.6f, \"held_max_s\": %.6f, \"prefetches\": %" PRIu64
             ", \"prefetch_bytes\": %" PRIu64 ", \"predictions\": %" PRIu64
             ", \"calls_served\": %" PRIu64 ", \"opens\": %" PRIu64 ", \"retired\": %s}",
             c->stalls_unpredicted, c->stalls_predicted, c->backed_off, c->copies, c->live,
-            c->stuck_ended, c->memory_ended, c->not_made, c->shared_memory, c->traced, seconds(c->held_ns),
+            c->stuck_ended, c->memory_ended, c->not_made, c->shared_memory, c->traced,
+            c->seccomp, c->oom_group, c->pids_max, seconds(c->held_ns),
             seconds(c->held_max_ns), s->prefetches, s->bytes, s->predictions, s->calls,
             s->opens, c->retired ? "true" : "false");
 }

@@ -10,18 +10,20 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "raw.h"
+
 /* Thread or process TID (0: the caller) in CLASS (IOPRIO_CLASS_IDLE, _BE) at LEVEL (0-7; the
  * idle class has none). 0, or -1 with errno. */
 static inline int specx_ioprio_set(pid_t tid, int class, int level)
 {
-    return (int)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, (int)tid,
+    return (int)specx_raw_syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, (int)tid,
                         IOPRIO_PRIO_VALUE(class, level));
 }
 
 /* True if thread TID's I/O is in the idle class (FUSE names the requesting thread). */
 static inline bool specx_ioprio_is_idle(pid_t tid)
 {
-    long prio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, (int)tid);
+    long prio = specx_raw_syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, (int)tid);
     return prio >= 0 && IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE;
 }
 

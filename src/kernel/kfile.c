@@ -1,5 +1,6 @@
 /* See kfile.h. */
 #include "kfile.h"
+#include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,13 +11,13 @@
 
 int specx_kfile_open(const char *path, int flags)
 {
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
+    return (int)specx_raw_syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, 0);
 }
 
 void specx_kfile_close(int fd)
 {
     int saved = errno;
-    syscall(SYS_close, fd);
+    specx_raw_syscall(SYS_close, fd);
     errno = saved;
 }
 
@@ -31,7 +32,7 @@ long specx_kfile_read(const char *path, char *buf, size_t size)
         return -1;
     size_t len = 0;
     for (;;) {
-        long n = syscall(SYS_read, fd, buf + len, size - 1 - len);
+        long n = specx_raw_syscall(SYS_read, fd, buf + len, size - 1 - len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -55,7 +56,7 @@ int specx_kfile_write(const char *path, const char *text)
     size_t len = strlen(text);
     long n;
     do
-        n = syscall(SYS_write, fd, text, len);
+        n = specx_raw_syscall(SYS_write, fd, text, len);
     while (n < 0 && errno == EINTR);
     specx_kfile_close(fd);
     if (n < 0)

@@ -1,6 +1,7 @@
 /* /proc/self/maps with system calls only (see maps.h). */
 #include "maps.h"
 #include "proc_path.h"
+#include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,17 +72,18 @@ long specx_maps_read_of(int pid, char **buf, size_t *size)
      * wrappers (src/kernel/kfile.h). */
     char path[SPECX_PROC_PID_PATH_MAX];
     specx_proc_pid_path(path, pid, "maps");
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     *size = 1 << 18;
-    *buf = (char *)syscall(SYS_mmap, NULL, *size, PROT_READ | PROT_WRITE,
+    *buf = (char *)specx_raw_syscall(SYS_mmap, NULL, *size, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     size_t len = 0;
     long err = *buf == MAP_FAILED ? -ENOMEM : 0;
     while (err == 0) {
         if (len + 1 == *size) {
-            char *bigger = (char *)syscall(SYS_mremap, *buf, *size, *size * 2, MREMAP_MAYMOVE);
+            char *bigger = (char *)specx_raw_syscall(SYS_mremap, *buf, *size, *size * 2,
+                                                     MREMAP_MAYMOVE);
             if (bigger == MAP_FAILED) {
                 err = -ENOMEM;
                 break;
@@ -91,17 +93,17 @@ long specx_maps_read_of(int pid, char **buf, size_t *size)
         }
         /* In the speculative process the runtime's read() emulates reads of regular files and
          * clamps them to st_size, 0 for /proc files: the maps would read as empty. */
-        ssize_t n = syscall(SYS_read, fd, *buf + len, *size - len - 1);
+        ssize_t n = specx_raw_syscall(SYS_read, fd, *buf + len, *size - len - 1);
         if (n < 0)
             err = -errno;
         else if (n == 0)
             break;
         len += (size_t)n;
     }
-    syscall(SYS_close, fd);
+    specx_raw_syscall(SYS_close, fd);
     if (err != 0) {
         if (*buf != MAP_FAILED)
-            syscall(SYS_munmap, *buf, *size);
+            specx_raw_syscall(SYS_munmap, *buf, *size);
         return err;
     }
     (*buf)[len] = '\0';

@@ -1,6 +1,7 @@
 /* See memcg.h. */
 #include "memcg.h"
 #include "kfile.h"
+#include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -211,7 +212,7 @@ static int v1_event_watch(const struct specx_cgroup *cg, const char *file,
     if (file_fd < 0)
         return -1;
     /* Raw: this layer does not go through the preload runtime's wrappers (kfile.h). */
-    int eventfd = (int)syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int eventfd = (int)specx_raw_syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
     bool ok = eventfd >= 0;
     for (int i = 0; ok && i < 2; i++)
         if (args[i])
@@ -262,7 +263,7 @@ int specx_memcg_oom_watch(const struct specx_cgroup *cg, bool *only_oom)
 void specx_memcg_watch_drain(int fd)
 {
     char buf[4096]; /* an eventfd's count or a batch of inotify events */
-    while (syscall(SYS_read, fd, buf, sizeof buf) > 0)
+    while (specx_raw_syscall(SYS_read, fd, buf, sizeof buf) > 0)
         ;
 }
 

@@ -2,6 +2,7 @@
 #include "oom_victim.h"
 #include "kfile.h"
 #include "proc_path.h"
+#include "raw.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -35,14 +36,14 @@ static void lift_out_of_idle(pid_t pid)
 
 bool specx_oom_victim_release(pid_t pid)
 {
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int pidfd = (int)specx_raw_syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0)
         return false;
     /* Checked with the pidfd open: the pid cannot name another process before the release. */
     bool victim = killed(pid);
     if (victim) {
         lift_out_of_idle(pid);
-        syscall(SYS_process_mrelease, pidfd, 0u);
+        specx_raw_syscall(SYS_process_mrelease, pidfd, 0u);
     }
     specx_kfile_close(pidfd);
     return victim;

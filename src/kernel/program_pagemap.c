@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "proc_path.h"
+#include "raw.h"
 
 /* pagemap has one entry per page of the program's address space (4 KiB on x86-64). */
 #define PAGEMAP_PAGE 4096u
@@ -37,7 +38,7 @@ bool specx_pagemap_open(pid_t program)
     char path[SPECX_PROC_PID_PATH_MAX];
     specx_proc_pid_path(path, program, "pagemap");
     pagemap = specx_fd_out_of_the_way(
-        (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+        (int)specx_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
     return pagemap >= 0;
 }
 
@@ -45,7 +46,7 @@ size_t specx_pagemap_read(uintptr_t addr, size_t pages, uint64_t *entries)
 {
     if (pagemap < 0)
         return 0;
-    long got = syscall(SYS_pread64, pagemap, entries, pages * sizeof entries[0],
+    long got = specx_raw_syscall(SYS_pread64, pagemap, entries, pages * sizeof entries[0],
                        (off_t)(addr / PAGEMAP_PAGE * sizeof entries[0]));
     return got > 0 ? (size_t)got / sizeof entries[0] : 0;
 }

@@ -1,5 +1,5 @@
 /* The system calls behind the libc names that libspecx.so interposes (mmap, madvise, pread,
- * write, posix_fadvise).
+ * write, posix_fadvise, and syscall and prctl themselves).
  *
  * Inside the preload runtime those names are the runtime's own entry points: a mapping the
  * runtime made through mmap() would be taken for one of the program's, a prefetch made through
@@ -15,32 +15,37 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* syscall(2) without libc: the program's calls of syscall() and prctl() are watched by the
+ * runtime (a seccomp filter installed through them makes it stand aside), so its own system
+ * calls go to the kernel directly. Returns -1 with errno set on failure, as syscall(2). */
+long specx_raw_syscall(long nr, ...);
+
 /* MAP_FAILED ((void *)-1) on failure, errno set, as mmap(2). */
 static inline void *specx_raw_mmap(void *addr, size_t len, int prot, int flags, int fd,
                                    off_t off)
 {
-    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return (void *)specx_raw_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
 static inline int specx_raw_madvise(void *addr, size_t len, int advice)
 {
-    return (int)syscall(SYS_madvise, addr, len, advice);
+    return (int)specx_raw_syscall(SYS_madvise, addr, len, advice);
 }
 
 /* 0, or -1 with errno set (posix_fadvise returns the error number instead). */
 static inline int specx_raw_fadvise(int fd, off_t off, off_t len, int advice)
 {
-    return (int)syscall(SYS_fadvise64, fd, off, len, advice);
+    return (int)specx_raw_syscall(SYS_fadvise64, fd, off, len, advice);
 }
 
 static inline ssize_t specx_raw_pread(int fd, void *buf, size_t len, off_t off)
 {
-    return (ssize_t)syscall(SYS_pread64, fd, buf, len, off);
+    return (ssize_t)specx_raw_syscall(SYS_pread64, fd, buf, len, off);
 }
 
 static inline ssize_t specx_raw_write(int fd, const void *buf, size_t len)
 {
-    return (ssize_t)syscall(SYS_write, fd, buf, len);
+    return (ssize_t)specx_raw_syscall(SYS_write, fd, buf, len);
 }
 
 #endif

@@ -66,7 +66,7 @@ int64_t specx_cached_pages(int fd, uint64_t off, uint64_t len)
     if (!no_cachestat) {
         struct cachestat_range range = { off, len };
         struct cachestat cs;
-        if (syscall(__NR_cachestat, fd, &range, &cs, 0) == 0)
+        if (specx_raw_syscall(__NR_cachestat, fd, &range, &cs, 0) == 0)
             return (int64_t)cs.nr_cache;
         if (errno != ENOSYS)
             return -1;

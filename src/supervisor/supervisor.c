@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "copy_hazards.h"
 #include "kfile.h"
 #include "memcg.h"
 #include "outside_copy.h"
@@ -118,9 +119,36 @@ static bool memory_short(const struct supervisor *s)
     return specx_memcg_usage(&s->memcg) + margin > s->memcg_limit;
 }
 
+/* Whether the kernel's view of the program forbids a copy (copy_hazards.h), counted. A
+ * thread with a seccomp filter or strict mode is never held: the injected clone, and the
+ * calls that seal the copy, are on no list of the program's, and the copy would inherit its
+ * filter. Its groups are found afresh each time, on the supervisor's thread while the program
+ * runs: a command may move into a group, then exec the program. */
+static bool copy_forbidden(struct supervisor *s, pid_t tid)
+{
+    struct specx_copy_groups groups;
+    specx_copy_groups_find(s->pid, &groups);
+    switch (specx_copy_hazard(&groups, s->pid, tid)) {
+    case SPECX_HAZARD_NONE:
+        return false;
+    case SPECX_HAZARD_SECCOMP:
+        s->counts.seccomp++;
+        break;
+    case SPECX_HAZARD_OOM_GROUP:
+        s->counts.oom_group++;
+        break;
+    case SPECX_HAZARD_PIDS_MAX:
+        s->counts.pids_max++;
+        break;
+    }
+    return true;
+}
+
 static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
 {
     struct held_thread t;
+    if (copy_forbidden(s, r->tid))
+        return;
     if (memory_short(s)) {
         s->counts.memory_ended++;
         return;
@@ -144,6 +172,12 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
             s->counts.traced++; /* one that came in meanwhile */
         else if (err != -ESRCH)
             s->counts.not_made++;
+        return;
+    }
+    /* A filter may have come in since it was looked at; a stopped thread installs none. */
+    if (specx_seccomp_mode(s->pid, r->tid) != 0) {
+        held_release(&t);
+        s->counts.seccomp++;
         return;
     }
     enum outside_refusal why = outside_copy_make(&t, &s->copy.oc);

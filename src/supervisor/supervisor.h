@@ -22,6 +22,9 @@ struct supervisor_counts {
     uint64_t not_made;          /* stalls at which making one failed */
     uint64_t shared_memory;     /* stalls at which the program mapped shared memory */
     uint64_t traced;            /* stalls at which another tracer held the thread */
+    uint64_t seccomp;           /* stalls at which the thread had a seccomp filter or strict mode */
+    uint64_t oom_group;         /* stalls at which the program's memory.oom.group was set */
+    uint64_t pids_max;          /* stalls at which a copy would have come close to pids.max */
     uint64_t stalls_predicted;  /* stalls on data a copy had prefetched or predicted */
     uint64_t stalls_unpredicted;/* stalls no copy foresaw (a new copy, unless backing off) */
     uint64_t backed_off;        /* of those, passed without a copy (policy/backoff.h) */

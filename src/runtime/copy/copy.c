@@ -1,6 +1,7 @@
 #include "copy/copy.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "copy/fault_speculation.h"
 #include "copy/lazy_memory.h"
 #include "copy/memory_watch.h"
+#include "copy_hazards.h"
 #include "core/control.h"
 #include "core/runtime.h"
 #include "ioprio.h"
@@ -48,6 +50,11 @@ static bool copy_dry; /* the speculative process only predicts (trust.h) */
 static pid_t copy_thread;
 /* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
 static struct specx_lazy_set lazy_set;
+/* The cloning thread's signal mask, which the copy takes back once sealed (clone_speculative). */
+static sigset_t mask_at_clone;
+/* This process's groups whose files may forbid a copy (copy_forbidden), found with its control
+ * region. */
+static struct specx_copy_groups copy_groups;
 
 /* Judges the copy that just ended or is about to be replaced, by what its predictions were
  * worth to the program (trust.h): a copy none of whose records the program read was useless,
@@ -179,6 +186,33 @@ void specx_copy_stop(void)
     manage_end();
 }
 
+/* Stands aside for the rest of this process image (specx_copy_stand_aside): no copy, and every
+ * wrapper passes straight through, so that the program's seccomp filter or strict mode never
+ * meets a system call of the runtime's. */
+static void stand_aside(void)
+{
+    __atomic_store_n(&specx.role, SPECX_ROLE_OFF, __ATOMIC_SEQ_CST);
+    specx.spec_allowed = false;
+    __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_SECCOMP, __ATOMIC_RELAXED);
+}
+
+/* Before the program's filter goes in, while the calls that stop a copy are still allowed.
+ * A vfork child shares the program's state but is not the program: it leaves it alone (its
+ * exec's new image looks for the filter itself). */
+void specx_copy_stand_aside(void)
+{
+    if (specx.role != SPECX_ROLE_NORMAL || getpid() != specx.pid)
+        return;
+    stand_aside();
+    /* A handler that interrupted this thread's own management of the copy cannot wait for it:
+     * the copy is left to end itself once idle (copy_idle.h), sandboxed. */
+    if (manage_wait()) {
+        stop_copy();
+        manage_end();
+    }
+    specx_calls_drain();
+}
+
 /* Turns speculation off for the rest of this process image, recording why in the slot, and
  * stops the copy. Called by the manager. */
 static void disable_speculation(enum specx_slot_flag why)
@@ -233,7 +267,7 @@ static void become_speculative(pid_t program)
 {
     specx.role = SPECX_ROLE_SPEC;
     specx.copy = 0;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    specx_raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != program)
         _exit(0);
     /* Its own process group: terminal and job-control signals aimed at the program's group
@@ -254,7 +288,13 @@ static void become_speculative(pid_t program)
     if (copied_shared)
         __atomic_store_n(&specx.ctl->snapshot_late, 1, __ATOMIC_RELAXED);
     specx_control_report_snapshot(specx.ctl, specx.ctl->generation);
-    if (specx_sandbox_seal(&specx.ctl->passed) < 0 || specx_lazy_attach(&lazy_set) < 0)
+    if (specx_sandbox_seal(&specx.ctl->passed) < 0)
+        fail_to_enter();
+    /* Sealed: a signal that came since the clone (one aimed at the program's process group
+     * before setpgid, one sent to every process of the program's name) runs its handler
+     * here only now, where it can change nothing outside the copy. */
+    pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
+    if (specx_lazy_attach(&lazy_set) < 0)
         fail_to_enter();
     specx_control_report_ready(specx.ctl, specx.ctl->generation);
     specx_fault_speculation_begin(program);
@@ -294,6 +334,14 @@ static bool clone_speculative(void)
     copy_dry = !specx_trust_live();
     specx_trust_set_dry(copy_dry);
     pid_t program = getpid();
+    /* Every signal is blocked from here: in the program while regions are left out of its
+     * forks (a handler that forked meanwhile would give its child holes), in the copy until
+     * it is sealed (become_speculative: until then it shares the program's descriptors,
+     * process group and handlers, and a handler run there could write, signal or read input
+     * as the program). The program's own signals wait the clone's time at most. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &mask_at_clone);
     lazy_set.n = 0;
     if (single_threaded()) {
         if (specx_lazy_wanted())
@@ -306,8 +354,8 @@ static bool clone_speculative(void)
      * program, it copies that thread alone, as fork does. CLONE_FILES: the copy starts with
      * the program's table instead of a copy of it, and takes one of its own at once holding
      * none of the program's descriptions (privatize.h). */
-    pid_t thread = (pid_t)syscall(SYS_gettid);
-    long pid = syscall(SYS_clone, (unsigned long)CLONE_FILES, NULL, NULL, NULL, 0UL);
+    pid_t thread = (pid_t)specx_raw_syscall(SYS_gettid);
+    long pid = specx_raw_syscall(SYS_clone, (unsigned long)CLONE_FILES, NULL, NULL, NULL, 0UL);
     if (pid == 0) {
         if (specx_detach_fds() < 0)
             fail_to_enter();
@@ -319,6 +367,7 @@ static bool clone_speculative(void)
         return true;
     }
     specx_lazy_restore(&lazy_set);
+    pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;
@@ -430,7 +479,26 @@ static bool may_create_copy(void)
         return false;
     }
     specx_memory_watch_find_group(&specx.ctl->memory);
+    specx_copy_groups_find(0, &copy_groups);
     return true;
+}
+
+/* Whether the kernel's view of the program forbids a copy now (copy_hazards.h); its reason is
+ * noted in the slot. A seccomp filter or strict mode found here came in by a system call the
+ * runtime did not see (the program's own syscall instruction): the runtime stands aside at
+ * once and makes no further call, not even to stop its copy, which is sandboxed and ends
+ * itself once idle (copy_idle.h). Looked at only where a copy is about to be cloned: the
+ * files it reads cost tens of microseconds, which the program's own read hides. */
+static bool copy_forbidden(void)
+{
+    enum specx_hazard hazard = specx_copy_hazard(&copy_groups, 0, 0);
+    if (hazard == SPECX_HAZARD_SECCOMP)
+        stand_aside();
+    else if (hazard != SPECX_HAZARD_NONE)
+        __atomic_fetch_or(&specx.slot->flags, hazard == SPECX_HAZARD_OOM_GROUP
+                                                  ? SPECX_SLOT_OOM_GROUP
+                                                  : SPECX_SLOT_PIDS_MAX, __ATOMIC_RELAXED);
+    return hazard != SPECX_HAZARD_NONE;
 }
 
 /* STOPPED: the memory control stopped speculation (copy/memory_watch.h). Then no copy, and
@@ -495,6 +563,11 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     }
     if (stall->off != 0 && !arrived)
         start_own_read(stall, &st);
+    if (copy_forbidden()) {
+        if (sync && specx.role == SPECX_ROLE_NORMAL)
+            kill_copy(); /* it was to be replaced: it diverged */
+        return false;
+    }
     copy_dev = (uint64_t)st.st_dev;
     copy_ino = (uint64_t)st.st_ino;
     uint64_t t0 = specx_now_ns();
@@ -571,6 +644,8 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
         return false;
     specx_raw_madvise(addr, len < SPECX_PREFETCH_CHUNK ? len : SPECX_PREFETCH_CHUNK,
                       MADV_POPULATE_READ);
+    if (copy_forbidden())
+        return false;
     copy_dev = (uint64_t)st.st_dev;
     copy_ino = (uint64_t)st.st_ino;
     pid_t program = getpid();

@@ -42,4 +42,11 @@ bool specx_copy_watch_memory(void);
  * program is managing it. */
 void specx_copy_stop(void);
 
+/* The program is about to install a seccomp filter or enter strict mode (entry/seccomp.c), or
+ * started with one (inherited across exec): the runtime stands aside for the rest of this
+ * process image and its children (docs/DESIGN.md §3). Its copy is stopped now, while that
+ * is still allowed; every wrapper then passes straight through and makes no call of the
+ * runtime's own, and this returns once no other thread is in the runtime's calls. */
+void specx_copy_stand_aside(void);
+
 #endif

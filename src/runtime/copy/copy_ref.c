@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/runtime.h"
+#include "raw.h"
 
 /* Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
  * fields are counted from the last ')'. Raw syscalls: the runtime's own read wrappers must
@@ -20,11 +21,11 @@ uint64_t specx_copy_start_time(pid_t pid)
 {
     char path[32], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    int fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-    syscall(SYS_close, fd);
+    ssize_t n = specx_raw_syscall(SYS_read, fd, buf, sizeof buf - 1);
+    specx_raw_syscall(SYS_close, fd);
     if (n <= 0)
         return 0;
     buf[n] = '\0';
@@ -87,6 +88,6 @@ void specx_copy_kill(pid_t pid, uint64_t start, bool release)
     if (pfd < 0)
         return;
     if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) == 0 && release)
-        syscall(SYS_process_mrelease, pfd, 0u);
+        specx_raw_syscall(SYS_process_mrelease, pfd, 0u);
     close(pfd);
 }

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,9 +56,9 @@ static unsigned long held_bytes;
 
 int specx_lazy_userfaultfd(void)
 {
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+    int fd = (int)specx_raw_syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
     if (fd < 0 && errno == EPERM)
-        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+        fd = (int)specx_raw_syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
     return fd;
 }
 
@@ -79,7 +78,6 @@ int specx_lazy_reserve(const struct specx_lazy_set *set, pid_t prog)
     /* Opened now, before the sandbox; without it every page is treated as present (correct,
      * only slower: no zero pages, no swap prefetch). */
     specx_pagemap_open(prog);
-    pthread_sigmask(SIG_SETMASK, &set->signals, NULL); /* blocked by specx_lazy_exclude */
     return 0;
 }
 
@@ -134,7 +132,7 @@ static int install(unsigned long dst, const char *src, unsigned long len)
 static int pull(unsigned long addr, unsigned long len)
 {
     struct iovec local = { batch, len }, remote = { (void *)addr, len };
-    ssize_t got = syscall(SYS_process_vm_readv, program, &local, 1UL, &remote, 1UL, 0UL);
+    ssize_t got = specx_raw_syscall(SYS_process_vm_readv, program, &local, 1UL, &remote, 1UL, 0UL);
     if (got < 0)
         got = 0;
     if ((unsigned long)got < len)
@@ -150,7 +148,7 @@ static int prefetch_swapped(unsigned long addr, unsigned long len)
     struct iovec range = { (void *)addr, len };
     specx_copy_active();
     if (pidfd >= 0 &&
-        syscall(SYS_process_madvise, pidfd, &range, 1UL, MADV_WILLNEED, 0U) == (long)len)
+        specx_raw_syscall(SYS_process_madvise, pidfd, &range, 1UL, MADV_WILLNEED, 0U) == (long)len)
         SPECX_COUNT(lazy_swap_prefetches, len / PAGE);
     return pull(addr, len);
 }
@@ -188,7 +186,7 @@ static void hold(unsigned long addr, unsigned long len)
 {
     while (held_count == HELD_BATCHES || (held_count > 0 && held_bytes + len > lazy->budget)) {
         struct held *old = &held[held_first];
-        syscall(SYS_madvise, (void *)old->addr, old->len, MADV_DONTNEED);
+        specx_raw_syscall(SYS_madvise, (void *)old->addr, old->len, MADV_DONTNEED);
         SPECX_COUNT(lazy_dropped, old->len / PAGE);
         held_bytes -= old->len;
         held_first = (held_first + 1) % HELD_BATCHES;
@@ -262,7 +260,7 @@ int specx_lazy_attach(const struct specx_lazy_set *set)
     if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
         return -errno;
     /* For the swap prefetch only; without it swapped pages just read as zeros here. */
-    pidfd = (int)syscall(SYS_pidfd_open, program, 0U);
+    pidfd = (int)specx_raw_syscall(SYS_pidfd_open, program, 0U);
     struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGBUS, &sa, &program_sigbus) < 0)

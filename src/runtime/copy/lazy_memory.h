@@ -14,7 +14,6 @@
 #define SPECX_LAZY_MEMORY_H
 
 #include <stdbool.h>
-#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -35,7 +34,6 @@ struct specx_lazy_region {
 struct specx_lazy_set {
     unsigned n;
     struct specx_lazy_region r[SPECX_LAZY_MAX_REGIONS];
-    sigset_t signals; /* the program's signal mask, while they are left out */
     unsigned long budget; /* bytes of pulled pages the copy may keep (policy/lazy_budget.h) */
 };
 
@@ -51,9 +49,9 @@ bool specx_lazy_wanted(void);
  * Calls made through libc are seen; raw system calls are not (the man page says so). */
 void specx_lazy_note_advice(int advice);
 
-/* Right before the clone: chooses the regions and marks them MADV_DONTFORK. Signals stay
- * blocked until specx_lazy_restore (or, in the copy, specx_lazy_reserve): a handler of the
- * program that forked meanwhile would give its child no such regions. */
+/* Right before the clone, with every signal blocked (copy.c: a handler of the program that
+ * forked meanwhile would give its child no such regions): chooses the regions and marks them
+ * MADV_DONTFORK. */
 void specx_lazy_exclude(struct specx_lazy_set *set);
 
 /* Right after the clone, in the program: MADV_DOFORK again, so that the program's own forks

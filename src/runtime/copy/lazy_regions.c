@@ -3,9 +3,7 @@
 #include "copy/lazy_memory.h"
 
 #include <link.h>
-#include <pthread.h>
 #include <stddef.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,6 +16,7 @@
 #include "policy/lazy_budget.h"
 #include "residency.h"
 #include "run_env.h"
+#include "raw.h"
 
 static bool requested;    /* SPECX_REFORK=fast */
 static bool program_owns; /* the program used MADV_DONTFORK or MADV_WIPEONFORK itself */
@@ -136,7 +135,7 @@ static bool leave_out(const struct specx_mapping *m, struct specx_lazy_region *r
 /* The raw system call: our own exported madvise would count this as the program's advice. */
 static int advise(const struct specx_lazy_region *r, int advice)
 {
-    return (int)syscall(SYS_madvise, (void *)r->start, r->end - r->start, advice);
+    return (int)specx_raw_syscall(SYS_madvise, (void *)r->start, r->end - r->start, advice);
 }
 
 void specx_lazy_exclude(struct specx_lazy_set *set)
@@ -147,9 +146,6 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
     if (specx_maps_read(&buf, &size) < 0)
         return;
     set->budget = specx_lazy_budget_of((unsigned long)specx_control_memory_limit(specx.ctl));
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &set->signals);
     for (char *line = buf; *line && set->n < SPECX_LAZY_MAX_REGIONS;) {
         struct specx_mapping m;
         line = specx_maps_parse_line(line, &m);
@@ -158,8 +154,6 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
             set->r[set->n++] = r;
     }
     munmap(buf, size);
-    if (set->n == 0)
-        pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
 }
 
 void specx_lazy_restore(const struct specx_lazy_set *set)
@@ -168,7 +162,6 @@ void specx_lazy_restore(const struct specx_lazy_set *set)
         return;
     for (unsigned i = 0; i < set->n; i++)
         advise(&set->r[i], MADV_DOFORK);
-    pthread_sigmask(SIG_SETMASK, &set->signals, NULL);
 }
 
 void specx_lazy_release_regions(void)

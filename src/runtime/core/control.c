@@ -16,12 +16,12 @@
 static void futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns)
 {
     struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
-    syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+    specx_raw_syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
 }
 
 static void futex_wake(uint32_t *word)
 {
-    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    specx_raw_syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 struct specx_control *specx_control_create(void)

@@ -12,7 +12,8 @@
 #include "stats_layout.h"
 
 enum specx_role {
-    SPECX_ROLE_OFF,    /* before the constructor ran: every wrapper passes straight through */
+    SPECX_ROLE_OFF,    /* before the constructor ran, or standing aside (copy.h): every wrapper
+                        * passes straight through */
     SPECX_ROLE_NORMAL, /* the program itself */
     SPECX_ROLE_SPEC,   /* its sandboxed speculative copy (Fraser & Chang 2003, §4.1) */
 };
@@ -43,6 +44,15 @@ extern struct specx_state specx;
 
 /* One line on stderr prefixed "specx: ", only with --verbose (SPECX_VERBOSE=1). */
 void specx_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Code of the program's threads that makes the runtime's own system calls runs between
+ * specx_calls_begin, which says whether it may (the role is still SPECX_ROLE_NORMAL), and
+ * specx_calls_end. specx_calls_drain, after the role was set to SPECX_ROLE_OFF, waits until
+ * no other thread is in such code: a seccomp filter the program is about to install must
+ * not meet a call of the runtime's (copy.h, specx_copy_stand_aside). */
+bool specx_calls_begin(void);
+void specx_calls_end(void);
+void specx_calls_drain(void);
 
 /* Resets the per-process state (slot, no speculative process, no history): at start and in a
  * forked child. */

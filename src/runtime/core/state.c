@@ -3,6 +3,7 @@
 #include "core/runtime.h"
 
 #include <stdarg.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,33 @@
 #include "raw.h"
 
 struct specx_state specx;
+
+/* Threads between specx_calls_begin and _end, and this thread's own part of that count (a
+ * signal handler may stand aside while its thread was in such code). */
+static unsigned calls_in_flight;
+static __thread unsigned calls_here __attribute__((tls_model("initial-exec")));
+
+bool specx_calls_begin(void)
+{
+    calls_here++;
+    __atomic_add_fetch(&calls_in_flight, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&specx.role, __ATOMIC_SEQ_CST) == SPECX_ROLE_NORMAL)
+        return true;
+    specx_calls_end();
+    return false;
+}
+
+void specx_calls_end(void)
+{
+    __atomic_sub_fetch(&calls_in_flight, 1, __ATOMIC_SEQ_CST);
+    calls_here--;
+}
+
+void specx_calls_drain(void)
+{
+    while (__atomic_load_n(&calls_in_flight, __ATOMIC_SEQ_CST) > calls_here)
+        sched_yield();
+}
 
 void specx_log(const char *fmt, ...)
 {
@@ -43,6 +71,7 @@ void specx_start_process(void)
     specx.pid = getpid();
     specx.copy = 0;
     specx.manager = 0; /* in a forked child, the manager may have been a thread it lost */
+    __atomic_store_n(&calls_in_flight, calls_here, __ATOMIC_SEQ_CST); /* ... and so the others */
     memset(specx.dying, 0, sizeof specx.dying);
     specx.ctl = NULL;
     specx.slot = specx_stats_claim();

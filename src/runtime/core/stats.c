@@ -71,21 +71,26 @@ static struct specx_stats_slot *map_shared_slot(void)
     return slot;
 }
 
-struct specx_stats_slot *specx_stats_claim(void)
+struct specx_stats_slot *specx_stats_claim_for(pid_t pid, pid_t ppid)
 {
     struct specx_stats_slot *slot = map_shared_slot();
     if (!slot) {
         slot = &private_slot;
         memset(slot, 0, sizeof *slot);
     }
+    slot->ppid = ppid;
+    slot->start_ns = specx_now_ns();
+    strncpy(slot->argv0, program_invocation_name, sizeof slot->argv0 - 1);
+    __atomic_store_n(&slot->pid, pid, __ATOMIC_RELEASE); /* last: the slot is in use */
+    return slot;
+}
+
+struct specx_stats_slot *specx_stats_claim(void)
+{
     struct rusage ru = usage();
     minflt_at_start = (uint64_t)ru.ru_minflt;
     majflt_at_start = (uint64_t)ru.ru_majflt;
-    slot->ppid = getppid();
-    slot->start_ns = specx_now_ns();
-    strncpy(slot->argv0, program_invocation_name, sizeof slot->argv0 - 1);
-    __atomic_store_n(&slot->pid, getpid(), __ATOMIC_RELEASE); /* last: the slot is in use */
-    return slot;
+    return specx_stats_claim_for(getpid(), getppid());
 }
 
 void specx_stats_release(struct specx_stats_slot *slot)

@@ -42,9 +42,11 @@ static void after_mapping(void *addr, size_t len, int prot, int flags, int fd, o
     int saved = errno;
     if (specx.role == SPECX_ROLE_SPEC)
         specx_fault_speculation_add(addr, len, prot, fd, off);
-    else if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed &&
-             !all_in_memory(fd, (uint64_t)off, len))
-        specx_copy_on_mapping(addr, fd, len); /* the copy goes on from here too */
+    else if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed && specx_calls_begin()) {
+        if (!all_in_memory(fd, (uint64_t)off, len))
+            specx_copy_on_mapping(addr, fd, len); /* the copy goes on from here too */
+        specx_calls_end();
+    }
     errno = saved;
 }
 

@@ -10,9 +10,11 @@
 
 #include "copy/copy.h"
 #include "copy/copy_timer.h"
+#include "copy_hazards.h"
 #include "core/runtime.h"
 #include "core/stats.h"
 #include "entry/real.h"
+#include "kfile.h"
 #include "residency.h"
 #include "run_env.h"
 
@@ -32,10 +34,33 @@ static bool env_is_one(const char *name)
     return s && strcmp(s, "1") == 0;
 }
 
+/* Whether this process started under a seccomp filter, inherited across exec (systemd's
+ * SystemCallFilter=, a sandboxing parent): then the runtime stands aside from the start
+ * (copy.h), claiming only its report's slot, which says so. Its status is read with the
+ * calls the dynamic loader has just made itself (open, read, close); an unreadable one counts
+ * as sealed. */
+static bool started_sealed(void)
+{
+    char text[4096] = "";
+    uint64_t pid = 0, ppid = 0;
+    int mode = specx_kfile_read("/proc/self/status", text, sizeof text) > 0
+                   ? specx_status_seccomp(text)
+                   : -1;
+    if (mode == 0)
+        return false;
+    specx_kfile_key_u64(text, "Pid:", &pid);
+    specx_kfile_key_u64(text, "PPid:", &ppid);
+    specx.slot = specx_stats_claim_for((pid_t)pid, (pid_t)ppid);
+    __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_SECCOMP, __ATOMIC_RELAXED);
+    return true;
+}
+
 __attribute__((constructor)) static void specx_init(void)
 {
     specx_resolve_real();
     specx_stats_init();
+    if (started_sealed())
+        return; /* role stays SPECX_ROLE_OFF */
     specx.verbose = env_is_one(SPECX_VERBOSE_ENV);
     specx.horizon = horizon_from_env();
     specx.spec_allowed = !env_is_one(SPECX_DISABLE_ENV);

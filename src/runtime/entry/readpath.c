@@ -87,12 +87,14 @@ void specx_note_program_advice(int fd, int kind)
     struct stat st;
     if (kind != POSIX_FADV_NORMAL && kind != POSIX_FADV_RANDOM && kind != POSIX_FADV_SEQUENTIAL)
         return;
-    if (specx.role != SPECX_ROLE_NORMAL || fd < 0 || fd >= ADVISED_FDS || busy)
+    if (specx.role != SPECX_ROLE_NORMAL || fd < 0 || fd >= ADVISED_FDS || busy ||
+        !specx_calls_begin())
         return;
     int saved = errno;
     if (fstat(fd, &st) == 0)
         advice_of(fd, &st)->by_program = true;
     errno = saved;
+    specx_calls_end();
 }
 
 /* §4.1.2: while the speculative process's prefetches keep serving a descriptor, the kernel's
@@ -241,6 +243,16 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     return SPECX_READ_ACCOUNT;
 }
 
+/* check_read, unless the runtime stands aside meanwhile (core/runtime.h, specx_calls_begin). */
+static enum specx_read_action checked_read(struct specx_read *r, int fd, uint64_t want, off_t off)
+{
+    if (!specx_calls_begin())
+        return SPECX_READ_PASS;
+    enum specx_read_action action = check_read(r, fd, want, off);
+    specx_calls_end();
+    return action;
+}
+
 static enum specx_read_action time_read(struct specx_read *r, int fd)
 {
     *r = (struct specx_read){ .fd = fd, .timed = true, .t0 = specx_now_ns() };
@@ -255,10 +267,13 @@ enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const stru
     busy = true;
     int saved = errno;
     uint64_t want = iov_total(iov, iovcnt);
-    enum specx_read_action action = want == 0                    ? SPECX_READ_PASS
-                                    : specx.role == SPECX_ROLE_SPEC ? check_spec_read(r, fd)
-                                    : timing_only()                 ? time_read(r, fd)
-                                                                    : check_read(r, fd, want, off);
+    enum specx_read_action action;
+    if (want == 0)
+        action = SPECX_READ_PASS;
+    else if (specx.role == SPECX_ROLE_SPEC)
+        action = check_spec_read(r, fd);
+    else
+        action = timing_only() ? time_read(r, fd) : checked_read(r, fd, want, off);
     errno = saved;
     busy = false;
     return action;
@@ -266,14 +281,17 @@ enum specx_read_action specx_read_begin(struct specx_read *r, int fd, const stru
 
 void specx_read_end(const struct specx_read *r)
 {
+    if (__atomic_load_n(&specx.role, __ATOMIC_SEQ_CST) == SPECX_ROLE_OFF)
+        return; /* it stood aside during the read: no call of its own, not even the clock */
     uint64_t now = specx_now_ns(), waited = now - r->t0;
     /* After the read, never before it: ending an interval reads a few kernel files (and must
      * leave the read's errno as it was). With or without a copy: a stop is lifted only at
      * the end of an interval. */
-    if (specx_memory_watch_due(now)) {
+    if (specx_memory_watch_due(now) && specx_calls_begin()) {
         int saved = errno;
         specx_copy_watch_memory();
         errno = saved;
+        specx_calls_end();
     }
     if (r->timed) {
         /* Not counted: a slow pipe or terminal read is no stall. Check from the next on. */

@@ -46,4 +46,6 @@ void specx_resolve_real(void)
     RESOLVE(mmap, "mmap");
     RESOLVE(mmap64, "mmap64");
     RESOLVE(madvise, "madvise");
+    RESOLVE(syscall, "syscall");
+    RESOLVE(prctl, "prctl");
 }

@@ -50,6 +50,8 @@ struct specx_real {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*madvise)(void *, size_t, int);
+    long (*syscall)(long, ...);
+    int (*prctl)(int, ...);
 };
 
 extern struct specx_real specx_real;

@@ -204,7 +204,7 @@ static int above_program_fds(const struct program_fds *prog, int fd)
 
 int specx_detach_fds(void)
 {
-    return syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) < 0 ? -errno : 0;
+    return specx_raw_syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) < 0 ? -errno : 0;
 }
 
 int specx_privatize_fds(pid_t program, pid_t thread)
@@ -218,7 +218,7 @@ int specx_privatize_fds(pid_t program, pid_t thread)
     /* Streaming is safe: every descriptor opened meanwhile is closed before the next read. */
     char buf[4096] __attribute__((aligned(8)));
     long n = 0;
-    while (err == 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    while (err == 0 && (n = specx_raw_syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
         for (long pos = 0; pos < n && err == 0;) {
             struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + pos);
             int fd = parse_fd_name(d->d_name);
@@ -334,7 +334,7 @@ static int copy_over(unsigned long addr, size_t len, int prot, bool sparse)
  * memfd memory (a memfd shows it), or 0 (none: then nothing is copied sparsely). */
 static dev_t internal_shmem_dev(void)
 {
-    int fd = (int)syscall(SYS_memfd_create, "specx", MFD_CLOEXEC);
+    int fd = (int)specx_raw_syscall(SYS_memfd_create, "specx", MFD_CLOEXEC);
     struct stat st;
     dev_t dev = fd >= 0 && fstat(fd, &st) == 0 ? st.st_dev : 0;
     if (fd >= 0)

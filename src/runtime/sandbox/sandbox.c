@@ -5,6 +5,7 @@
 #include "sandbox/privatize.h"
 #include "sandbox/sandbox_filter.h"
 #include "sandbox/sandbox_open_trap.h"
+#include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +35,8 @@ int specx_sandbox_prepare(void)
 static int forbid_core_dumps(void)
 {
     struct rlimit none = {0, 0};
-    if (setrlimit(RLIMIT_CORE, &none) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    if (setrlimit(RLIMIT_CORE, &none) < 0 ||
+        specx_raw_syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         return -errno;
     return 0;
 }

@@ -566,8 +566,8 @@ int specx_filter_load(pid_t self, const uint32_t *shared_wait)
         return -ENOEXEC;
     patch_placeholders(program, self, shared_wait);
     struct sock_fprog fprog = {.len = program_len, .filter = program};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+    if (specx_raw_syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        specx_raw_syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
         return -errno;
     return 0;
 }

@@ -2,6 +2,7 @@
 #include "sandbox/sandbox_open_trap.h"
 #include "sandbox/privatize.h"
 #include "proc_path.h"
+#include "raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +41,7 @@ static long checked_open(long dirfd, long path, long flags, long mode)
 {
     bool asked_rdwr = (flags & O_ACCMODE) == O_RDWR;
     flags &= ~(long)O_ACCMODE;
-    int probe = (int)syscall(SYS_openat, dirfd, path,
+    int probe = (int)specx_raw_syscall(SYS_openat, dirfd, path,
                              O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY)));
     if (probe < 0)
         return -errno;
@@ -56,9 +57,10 @@ static long checked_open(long dirfd, long path, long flags, long mode)
      * O_NOATIME where the kernel allows it (owner or CAP_FOWNER): a file the program itself
      * never reads keeps its access time. */
     long reopen_flags = flags & ~(long)O_NOFOLLOW;
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, self, reopen_flags | O_NOATIME, mode, 0, cookie);
+    int fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, self, reopen_flags | O_NOATIME, mode,
+                                    0, cookie);
     if (fd < 0 && errno == EPERM)
-        fd = (int)syscall(SYS_openat, AT_FDCWD, self, reopen_flags, mode, 0, cookie);
+        fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, self, reopen_flags, mode, 0, cookie);
     if (fd < 0) {
         int err = errno;
         close(probe);
@@ -77,7 +79,8 @@ static void pass_to_previous(int sig, siginfo_t *info, void *context)
     else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN)
         previous.sa_handler(sig);
     else if (previous.sa_handler == SIG_DFL)
-        syscall(SYS_exit_group, 128 + SIGSYS); /* what the default action would end with */
+        /* what the default action would end with */
+        specx_raw_syscall(SYS_exit_group, 128 + SIGSYS);
 }
 
 static void on_sigsys(int sig, siginfo_t *info, void *context)
