@@ -40,7 +40,8 @@ test-fresh: deps
 # (docs/DESIGN.md §8, "On pure cgroup v2"): copies too slow under emulation to take their
 # memory.
 V2_TESTS ?= tests/test_idle.py tests/test_share.py tests/test_memcg.py \
-            tests/test_memory_control.py tests/test_oom.py tests/test_out_of_core.py
+            tests/test_memory_control.py tests/test_oom.py tests/test_out_of_core.py \
+            tests/test_run_seccomp.py::test_no_copy_in_a_group_killed_as_one
 V2_LEFT_OUT := tests/test_oom.py::test_the_oom_killer_takes_the_copy_not_the_program \
                tests/test_oom.py::test_a_killed_copy_frees_its_memory_before_the_program_goes_on \
                tests/test_oom.py::test_a_copy_the_oom_killer_takes_is_freed_at_once_on_a_busy_machine \
