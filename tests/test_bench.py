@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, REPO, run_specx
+from conftest import BUILD, NOBODY, REPO, run_specx
 
 sys.path.insert(0, str(REPO / "bench"))
 from specx_bench import bars, datasets, modes, readcalls, report, runner, slowfs, validate  # noqa: E402
@@ -453,3 +453,34 @@ def test_out_of_core_workload_runs_in_its_memory_cgroup(specx, data_dir):
     assert run["memory_cgroup"]["limit_bytes"] == WORKLOADS["matvec"].scales["test"]["memory_limit_mb"] << 20
     assert 0 < (run["memory_cgroup"]["peak_bytes"] or 1) <= run["memory_cgroup"]["limit_bytes"]
     assert "checksum" in (data_dir / "out" / "logs" / run["log"]).read_text()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("command", [["grep"], ["share"], ["idle"]])
+def test_a_data_directory_another_user_could_change_is_refused(specx, command):
+    """Root's benchmark writes data sets, a lock and swap files in its data directory: one that
+    another user made (or may write, or reaches through a directory of theirs) could have any
+    of them swapped for a link to a file of root's. Refused in one line; nothing is written."""
+    top = pathlib.Path(tempfile.mkdtemp(prefix="specx-bench-planted-"))
+    try:
+        top.chmod(0o755)
+        planted = top / "theirs"
+        planted.mkdir()
+        os.chown(planted, NOBODY, NOBODY)
+        (top / "open").mkdir(mode=0o777)
+        (top / "open").chmod(0o777)
+        (top / "open" / "data").mkdir()
+        user_dir = top / "user"
+        user_dir.mkdir()
+        os.chown(user_dir, NOBODY, NOBODY)
+        prefix = "specx bench: " if command == ["grep"] else f"specx bench {command[0]}: "
+        for data_dir in (planted, top / "open" / "data", user_dir / "data"):
+            before = sorted(top.rglob("*"))
+            proc = run_specx("bench", *command, "--data-dir", data_dir, "--out", top / "out",
+                             timeout=60)
+            assert proc.returncode != 0, proc.stdout
+            assert proc.stderr.startswith(prefix + "--data-dir ") and \
+                proc.stderr.count("\n") == 1, proc.stderr
+            assert sorted(top.rglob("*")) == before
+    finally:
+        shutil.rmtree(top)

@@ -17,7 +17,7 @@ from .unwind import sigterm_unwinds
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"
-DATA_DIR = "/var/tmp/specx-data"
+DATA_DIR = datasets.DEFAULT_DATA_DIR
 DEMO_NOTE = ("Demo: grep over a smaller tree (1,500 files) to keep it short; "
              "`specx bench grep` runs the full 8,000-file benchmark.")
 
@@ -224,6 +224,7 @@ def directories(args):
         os.chmod(args.data_dir, 0o755)   # the postgres user must reach data sets
         temporary.append(args.data_dir)
     data_dir = os.path.abspath(args.data_dir or DATA_DIR)
+    datasets.check_data_dir(data_dir)
     out = args.out or os.path.join(
         "bench-results", datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
     os.makedirs(out, exist_ok=True)
@@ -256,7 +257,10 @@ def run_command(argv):
         print("specx bench: needs root (it drops the page cache and mounts slowfs); "
               "run it as root", file=sys.stderr)
         return 1
-    data_dir, out, temporary = directories(args)
+    try:
+        data_dir, out, temporary = directories(args)
+    except datasets.UnsafeDataDir as e:
+        return fail(f"--data-dir {e}")
     cfg = runner.Config(data_dir=data_dir, out_dir=out, scale=args.scale, runs=args.runs,
                         warm_runs=args.warm_runs, modes=mode_list, slowfs_options=slowfs_options,
                         read_calls=args.read_calls)

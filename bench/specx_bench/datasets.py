@@ -7,10 +7,43 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import sys
 import time
 
 STAMP = ".specx-dataset.json"
+# Root's: the benchmark runs as root, and a directory in world-writable /var/tmp could be made
+# first by another user (check_data_dir refuses it then).
+DEFAULT_DATA_DIR = "/var/cache/specx/bench"
+
+
+class UnsafeDataDir(RuntimeError):
+    """A data directory another user could change under the benchmark."""
+
+
+def check_data_dir(data_dir):
+    """Makes DATA_DIR if needed and checks that nobody but this user (and root) can change it
+    or what leads to it: the benchmark, as root, writes data sets, a lock and swap files there
+    and mounts over it, so a directory another user may write could have any of them swapped
+    for a link to a file of root's. Each directory above it must belong to root or this user
+    and, if others may write it, be sticky (as /var/tmp is: they cannot rename ours away)."""
+    me = os.geteuid()
+    target = os.path.realpath(data_dir)
+    path = target
+    while path != "/":   # what exists above it, before anything is made there
+        path = os.path.dirname(path)
+        if not os.path.lexists(path):
+            continue
+        st = os.lstat(path)
+        open_to_others = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
+        if st.st_uid not in (0, me) or open_to_others:
+            raise UnsafeDataDir(f"{data_dir}: {path} can be changed by another user "
+                                f"(owner {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
+    os.makedirs(target, mode=0o755, exist_ok=True)
+    st = os.lstat(target)
+    if st.st_uid != me or st.st_mode & 0o022:
+        raise UnsafeDataDir(f"{data_dir}: must belong to uid {me} and be writable by it alone "
+                            f"(owner {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})")
 
 
 @contextlib.contextmanager
@@ -18,8 +51,9 @@ def locked(data_dir):
     """Holds DATA_DIR for this process: data sets and their mount points there are shared, so
     a second `specx bench` on the same directory waits instead of unmounting our mounts as
     stale or generating the same data set at the same time."""
-    os.makedirs(data_dir, exist_ok=True)
-    with open(os.path.join(data_dir, ".lock"), "a+") as f:
+    check_data_dir(data_dir)
+    fd = os.open(os.path.join(data_dir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with open(fd, "a+") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -219,7 +219,7 @@ Options:
                           (default full)
   -p, --preset NAME       slowfs preset of the disk (default hdd)
       --out DIR           results directory (default ./bench-results/<UTC timestamp>)
-      --data-dir DIR      where the files read are kept (default /var/tmp/specx-data)
+      --data-dir DIR      where the files read are kept (default /var/cache/specx/bench)
   -h, --help              show this help
 
 See specx-bench(1).
@@ -759,7 +759,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("specx bench idle: needs root (cgroups, slowfs, drop_caches)", file=sys.stderr)
         return 1
-    out_dir = subcommand.prepare_dirs(args)
+    out_dir = subcommand.prepare_dirs("idle", args)
     scale = SCALES[args.scale]
     result = {"environment": {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                               "kernel": os.uname().release, "cpus": os.cpu_count(),

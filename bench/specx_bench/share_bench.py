@@ -90,7 +90,7 @@ Options:
                           (the paper's Figs. 1-2)
       --out DIR           results directory (default ./bench-results/<UTC timestamp>)
       --data-dir DIR      where the disk's files (the database, the swap device's
-                          file) and sort's input are kept (default /var/tmp/specx-data)
+                          file) and sort's input are kept (default /var/cache/specx/bench)
   -h, --help              show this help
 
 See specx-bench(1).
@@ -633,7 +633,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("specx bench share: needs root (cgroups, swap space, drop_caches)", file=sys.stderr)
         return 1
-    out_dir = subcommand.prepare_dirs(args)
+    out_dir = subcommand.prepare_dirs("share", args)
     try:
         with datasets.locked(args.data_dir):
             result = experiment(args, out_dir)

@@ -3,7 +3,10 @@ parser whose --help is the subcommand's page and whose errors are one line, the 
 experiment has, and its results directory."""
 import argparse
 import os
+import sys
 import time
+
+from . import datasets
 
 
 def parser(name, help_text):
@@ -18,16 +21,20 @@ def parser(name, help_text):
     p = Parser(prog=f"specx bench {name}", add_help=False)
     p.add_argument("-h", "--help", action="help")
     p.add_argument("--out")
-    p.add_argument("--data-dir", default="/var/tmp/specx-data")
+    p.add_argument("--data-dir", default=datasets.DEFAULT_DATA_DIR)
     return p
 
 
-def prepare_dirs(args):
+def prepare_dirs(name, args):
     """Makes the results directory (--out, default ./bench-results/<UTC timestamp>) and the
-    data directory (made absolute in ARGS); returns the results directory."""
+    data directory (made absolute in ARGS, and refused in one line where another user could
+    change it); returns the results directory."""
     out = args.out or os.path.join("bench-results", time.strftime("%Y%m%dT%H%M%SZ",
                                                                    time.gmtime()))
+    try:
+        datasets.check_data_dir(args.data_dir)
+    except datasets.UnsafeDataDir as e:
+        sys.exit(f"specx bench {name}: --data-dir {e}")
     os.makedirs(out, exist_ok=True)
-    os.makedirs(args.data_dir, exist_ok=True)
     args.data_dir = os.path.abspath(args.data_dir)
     return out

@@ -156,7 +156,10 @@ def _schedule(device):
 def _write_zeros(path, size_bytes):
     # Written out, not fallocated: swapon refuses files with unwritten extents on some
     # file systems, and a file with holes on all of them.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # A new file, never one found there (a link would aim the zeros and mkswap elsewhere).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         block = bytes(1 << 20)
         for _ in range(-(-size_bytes // len(block))):

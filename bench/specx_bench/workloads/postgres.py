@@ -142,7 +142,7 @@ def require_reachable(path):
     while parent != "/":
         if not os.stat(parent).st_mode & 0o001:
             raise SystemExit(f"specx bench: user {USER} cannot reach {path}: {parent} is not "
-                             "searchable by others; use a --data-dir such as /var/tmp/specx-data")
+                             "searchable by others; use a --data-dir such as /var/cache/specx/bench")
         parent = os.path.dirname(parent)
 
 
