@@ -484,3 +484,11 @@ def test_a_data_directory_another_user_could_change_is_refused(specx, command):
             assert sorted(top.rglob("*")) == before
     finally:
         shutil.rmtree(top)
+
+
+def test_experiment_scripts_answer_help():
+    """The scripts behind published results keep working: each at least parses its options."""
+    for script in sorted((REPO / "bench" / "experiments").glob("*.py")):
+        proc = subprocess.run([sys.executable, script, "--help"], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0 and "usage" in proc.stdout.lower(), (script, proc.stderr)
