@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "file_status.h"
 #include "util.h"
 
 #define JOURNAL "journal"
@@ -79,23 +80,29 @@ static bool is_opaque(const char *path)
     return getxattr(path, "trusted.overlay.opaque", value, sizeof value) == 1 && value[0] == 'y';
 }
 
+/* A directory in the upper layer is new, or only holds what changed below it, or was emptied
+ * and refilled (opaque); one that was there may also have had its status set. */
+static int scan_dir(const char *path, const char *rel)
+{
+    char lower[PATH_MAX];
+    struct stat was;
+    snprintf(lower, sizeof lower, "%s%s%s", scan.dir, *rel ? "/" : "", rel);
+    if (lstat(lower, &was) < 0 || !S_ISDIR(was.st_mode))
+        return add(scan.c, CHANGE_MKDIR, scan.index, rel);
+    if (is_opaque(path) && add(scan.c, CHANGE_CLEAR, scan.index, rel) < 0)
+        return -1;
+    /* A copy-up gives it LOWER's: one that differs was set by the command. */
+    return idle_dir_status_differs(path, lower) ? add(scan.c, CHANGE_STATUS, scan.index, rel)
+                                                : 0;
+}
+
 static int scan_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
     const char *rel = path + scan.upper_len;
-    if (*rel == '\0')
-        return 0; /* the directory itself */
-    rel++;
-    if (type == FTW_D) {
-        /* A directory in the upper layer is new, or only holds what changed below it. */
-        char lower[PATH_MAX];
-        struct stat was;
-        snprintf(lower, sizeof lower, "%s/%s", scan.dir, rel);
-        bool existed = lstat(lower, &was) == 0 && S_ISDIR(was.st_mode);
-        if (!existed && add(scan.c, CHANGE_MKDIR, scan.index, rel) < 0)
-            return -1;
-        return existed && is_opaque(path) ? add(scan.c, CHANGE_CLEAR, scan.index, rel) : 0;
-    }
+    rel += *rel == '/'; /* "" is the isolated directory itself */
+    if (type == FTW_D)
+        return scan_dir(path, rel);
     if (is_whiteout(st))
         return add(scan.c, CHANGE_DELETE, scan.index, rel);
     if (S_ISLNK(st->st_mode))
@@ -203,13 +210,6 @@ void idle_remove_tree(const char *path)
     nftw(path, remove_entry, 64, FTW_DEPTH | FTW_PHYS);
 }
 
-static void copy_status(int fd, const struct stat *st)
-{
-    fchown(fd, st->st_uid, st->st_gid);
-    fchmod(fd, st->st_mode & 07777);
-    futimens(fd, (struct timespec[2]){ st->st_atim, st->st_mtim });
-}
-
 /* LEFT bytes from IN to OUT. copy_file_range works within one file system (and between some
  * of one type); the upper directory is under /var/tmp, DIR may be anywhere (a tmpfs /tmp):
  * there it refuses (EXDEV), and the bytes go through a buffer. */
@@ -240,7 +240,8 @@ static int copy_file(const char *from, const char *tmp)
     int out = fstat(in, &st) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
     int rc = out < 0 ? -1 : copy_bytes(in, out, st.st_size);
     if (rc == 0) {
-        copy_status(out, &st);
+        idle_status_copy(in, out);
+        futimens(out, (struct timespec[2]){ st.st_atim, st.st_mtim });
         rc = fsync(out);
     }
     int e = errno;
@@ -275,17 +276,22 @@ static int clear_dir(const char *dir, const char *upper)
     return 0;
 }
 
+/* LINK_FROM: the target of an earlier change that names the same upper file (a hard link the
+ * command made), to be linked rather than copied; NULL for a file of its own. */
 static int apply_one(const struct idle_change *ch, const char *target, const char *from,
-                     const char *tmp)
+                     const char *tmp, const char *link_from)
 {
     struct stat st, there;
     switch (ch->type) {
     case CHANGE_MKDIR:
         if (lstat(target, &there) == 0 && !S_ISDIR(there.st_mode))
             idle_remove_tree(target);
-        if (lstat(from, &st) < 0 || (mkdir(target, st.st_mode & 07777) < 0 && errno != EEXIST))
+        /* Private until it has its status: the umask does not decide its mode. */
+        if (mkdir(target, 0700) < 0 && errno != EEXIST)
             return -1;
-        return lchown(target, st.st_uid, st.st_gid);
+        return idle_dir_status_copy(from, target);
+    case CHANGE_STATUS:
+        return idle_dir_status_copy(from, target);
     case CHANGE_CLEAR:
         return clear_dir(target, from);
     case CHANGE_DELETE:
@@ -303,7 +309,7 @@ static int apply_one(const struct idle_change *ch, const char *target, const cha
         break;
     }
     case CHANGE_WRITE:
-        if (copy_file(from, tmp) < 0)
+        if ((link_from ? link(link_from, tmp) : copy_file(from, tmp)) < 0)
             return -1;
         break;
     default:
@@ -312,7 +318,10 @@ static int apply_one(const struct idle_change *ch, const char *target, const cha
     }
     if (lstat(target, &there) == 0 && S_ISDIR(there.st_mode))
         idle_remove_tree(target); /* a directory the command replaced by a file */
-    return rename(tmp, target);
+    if (rename(tmp, target) < 0)
+        return -1;
+    /* Two links to one file: rename left both (an application repeated after a crash). */
+    return link_from && unlink(tmp) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 static void sync_fs_of(const char *dir)
@@ -324,9 +333,59 @@ static void sync_fs_of(const char *dir)
     }
 }
 
+/* An upper file a change writes, for finding the command's hard links. */
+struct upper_file {
+    dev_t dev;
+    ino_t ino;
+    size_t change;
+};
+
+static int by_file(const void *a, const void *b)
+{
+    const struct upper_file *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->change < y->change ? -1 : x->change > y->change;
+}
+
+/* For each change of C, the first one whose upper file is the same: the overlay keeps the
+ * command's hard links as links of one upper file (its index off), and the commit links them
+ * likewise. Most changes are their own first. NULL if memory runs out. */
+static size_t *first_names(const struct idle_changes *c, const char *state)
+{
+    size_t *first = malloc((c->n ? c->n : 1) * sizeof *first);
+    struct upper_file *files = malloc((c->n ? c->n : 1) * sizeof *files);
+    size_t n = 0;
+    for (size_t i = 0; first && files && i < c->n; i++) {
+        char upper[PATH_MAX], from[PATH_MAX];
+        struct stat st;
+        first[i] = i;
+        idle_upper_dir(upper, sizeof upper, state, c->v[i].dir);
+        if (c->v[i].type == CHANGE_WRITE && join(from, sizeof from, upper, c->v[i].rel) &&
+            lstat(from, &st) == 0 && st.st_nlink > 1)
+            files[n++] = (struct upper_file){ st.st_dev, st.st_ino, i };
+    }
+    if (first && files) {
+        qsort(files, n, sizeof *files, by_file);
+        for (size_t k = 1; k < n; k++)
+            if (files[k].dev == files[k - 1].dev && files[k].ino == files[k - 1].ino)
+                first[files[k].change] = first[files[k - 1].change];
+    } else {
+        free(first);
+        first = NULL;
+    }
+    free(files);
+    return first;
+}
+
 int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const char *state,
                        pid_t run, char *err, size_t errsize)
 {
+    size_t *first = first_names(c, state);
+    if (!first)
+        return specx_format_error(err, errsize, "cannot commit: %s", strerror(errno));
     for (size_t i = 0; i < c->n; i++) {
         const struct idle_change *ch = &c->v[i];
         char upper[PATH_MAX], from[PATH_MAX], target[PATH_MAX], tmp[PATH_MAX];
@@ -342,12 +401,18 @@ int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const c
         *slash = '/';
         if (fits)
             unlink(tmp); /* left by an application that was interrupted */
-        if (!fits || apply_one(ch, target, from, tmp) < 0) {
+        char earlier[PATH_MAX];
+        const struct idle_change *same = &c->v[first[i]];
+        bool linked = first[i] != i;
+        fits = fits && (!linked || join(earlier, sizeof earlier, dirs[same->dir], same->rel));
+        if (!fits || apply_one(ch, target, from, tmp, linked ? earlier : NULL) < 0) {
             int e = errno;
             unlink(tmp);
+            free(first);
             return specx_format_error(err, errsize, "cannot commit %s: %s", target, strerror(e));
         }
     }
+    free(first);
     /* The renames are durable once each directory's file system is synced (the changes of
      * one directory are together in C): only then may the journal go. */
     for (size_t i = 0; i < c->n; i++)

@@ -16,6 +16,7 @@ enum idle_change_type {
     CHANGE_WRITE = 'W',  /* a file it wrote or made */
     CHANGE_LINK = 'L',   /* a symbolic link it made */
     CHANGE_DELETE = 'D', /* something it removed (an overlay whiteout) */
+    CHANGE_STATUS = 'S', /* a directory that was there whose owner, mode or attributes it set */
 };
 
 struct idle_change {
