@@ -171,7 +171,7 @@ def test_a_commit_leaves_the_tree_the_command_run_plainly_leaves(specx, clean, t
     assert link_groups(isolated) == link_groups(plain)
 
 
-NEVER = ("echo x > {r}/new; echo y >> {r}/a; mkdir {r}/nd; rm {r}/sub/b; chmod 700 {r}/sub; "
+NEVER = ("echo here > here; echo x > {r}/new; echo y >> {r}/a; mkdir {r}/nd; rm {r}/sub/b; chmod 700 {r}/sub; "
          "mv {r}/dir2 {r}/dir3; " + py("import os, sys; os.setxattr(sys.argv[1] + '/withx', "
                                        "'user.x', b'2')") + " {r}")
 
@@ -181,7 +181,8 @@ NEVER = ("echo x > {r}/new; echo y >> {r}/a; mkdir {r}/nd; rm {r}/sub/b; chmod 7
                          ids=["at its root", "below it", "above it"])
 def test_commit_never_leaves_the_directory_unchanged_wherever_the_command_starts(
         specx, clean, tmp_path, where, to_tree):
-    """Relative paths from the working directory, wherever it lies, reach the overlay."""
+    """Relative paths from the working directory, wherever it lies, reach the overlay (".."
+    from a directory below it crosses into the overlay; "here" does not)."""
     d = tmp_path / "d"
     make_tree(d)
     before = describe(d, exact=True)
@@ -264,7 +265,6 @@ def ask(tree, script, while_asked):
     asked, WHILE_ASKED() runs, then the answer is yes. Returns (exit code, what was said)."""
     pid, fd = pty.fork()
     if pid == 0:
-        os.chdir(tree)
         os.execv(str(SPECX), [str(SPECX), "idle", "--isolate", str(tree), "--commit", "ask",
                               "--", "sh", "-c", script])
     said = b""
@@ -286,7 +286,7 @@ def test_commit_ask_validates_after_the_answer(specx, clean, tmp_path):
     conflict: the yes commits nothing."""
     d = tmp_path / "d"
     make_tree(d)
-    code, said = ask(d, "cat a > copy", lambda: (d / "a").write_text("theirs\n"))
+    code, said = ask(d, f"cat {d}/a > {d}/copy", lambda: (d / "a").write_text("theirs\n"))
     assert code == 3, said
     assert f"  {d}/a" in said.split("[y/N]")[1]
     assert not (d / "copy").exists() and (d / "a").read_text() == "theirs\n"
@@ -296,6 +296,7 @@ def test_commit_ask_validates_after_the_answer(specx, clean, tmp_path):
 def test_commit_ask_commits_on_a_yes_when_nothing_changed(specx, clean, tmp_path):
     d = tmp_path / "d"
     make_tree(d)
-    code, said = ask(d, "cat a > copy", lambda: (d / "sub" / "b").write_text("unrelated\n"))
+    code, said = ask(d, f"cat {d}/a > {d}/copy",
+                     lambda: (d / "sub" / "b").write_text("unrelated\n"))
     assert code == 0, said
     assert (d / "copy").read_text() == "a\n"
