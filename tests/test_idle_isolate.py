@@ -91,6 +91,7 @@ def make_tree(d):
         (d / name).write_text(text)
     os.chmod(d / "exe", 0o755)
     os.link(d / "sub" / "h1", d / "sub" / "h2")
+    os.link(d / "sub" / "h1", d / "dir2" / "h3")  # in another directory
     os.chown(d / "sub" / "owned", OTHER, OTHER)
     os.setxattr(d / "withx", "user.x", b"1")
     os.setxattr(d / "dir2", "user.d", b"dir")
@@ -103,7 +104,7 @@ def py(code):
 
 
 DATE = "touch -d '2001-02-03 04:05:06'"
-# (name, shell command run in the tree, compare file mtimes)
+# (name, shell command run in the tree, whether file mtimes are compared), or a pytest.param
 CORPUS = [
     ("write", "echo new > a", False),
     ("append", "echo more >> a", False),
@@ -116,10 +117,18 @@ CORPUS = [
     ("rm", "rm a sub/b", False),
     ("rm -r", "rm -r sub", False),
     ("mv file", "mv a sub/a2 && mv sub/b b2", False),
-    ("mv dir", "mv sub sub2", False),
+    ("mv dir", "rm dir2/h3 && mv sub sub2", False),
+    pytest.param("mv sub sub2", False, id="mv dir linked from outside", marks=pytest.mark.xfail(
+        strict=True, reason="the overlay refuses a lower directory's rename (EXDEV, redirect_dir "
+        "off): mv copies it, parting its files from their links outside it")),
     ("mv dir into another", "mv sub dir2/", False),
     ("hard link to an existing file", "ln a hard && ln sub/b sub/b2", False),
     ("hard links among new files", "echo x > n1 && ln n1 n2 && mkdir nd && ln n1 nd/n3", False),
+    ("write one name of a hard-linked file", "echo more >> sub/h1", False),
+    ("chmod one name of a hard-linked file", "chmod 600 sub/h2", False),
+    ("renamed name of a hard-linked file written", "mv sub/h1 moved && echo x >> moved", False),
+    ("one name of a hard-linked file removed, the other written",
+     "rm sub/h1 && echo x >> sub/h2", False),
     ("symbolic links", "ln -s a sym && ln -s /nonexistent dangling && ln -s sub nd", False),
     ("symbolic link replaced", "ln -sfn sub link", False),
     ("write through a link to a directory", "echo through > linkdir/t", False),
@@ -154,7 +163,9 @@ def run_plainly(tree, script):
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("script, times", [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS])
+@pytest.mark.parametrize("script, times", [
+    case if isinstance(case, type(pytest.param())) else pytest.param(*case[1:], id=case[0])
+    for case in CORPUS])
 def test_a_commit_leaves_the_tree_the_command_run_plainly_leaves(specx, clean, tmp_path,
                                                                  script, times):
     plain, isolated = tmp_path / "plain", tmp_path / "isolated"

@@ -21,6 +21,7 @@
 #include "file_status.h"
 #include "proc_path.h"
 #include "readset.h"
+#include "upper_links.h"
 #include "util.h"
 
 #define DIRS_FILE "dirs"
@@ -335,10 +336,13 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
     iso->watch_fd = -1;
     bool scanned = true;
     for (size_t d = 0; d < iso->n; d++) {
-        char upper[PATH_MAX];
+        char upper[PATH_MAX], index[PATH_MAX];
         idle_upper_dir(upper, sizeof upper, iso->state, (unsigned)d);
+        idle_work_dir(index, sizeof index, iso->state, (unsigned)d);
+        strncat(index, "/index", sizeof index - strlen(index) - 1);
         idle_pathset_sort(&iso->read[d]);
-        if (idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
+        if (idle_upper_links_complete(upper, index, iso->dirs[d], &iso->before[d]) < 0 ||
+            idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
             snprintf(iso->failure, sizeof iso->failure, "cannot read the changes in %s: %s",
                      upper, strerror(errno));
             scanned = false; /* nothing is applied that was not read whole */
