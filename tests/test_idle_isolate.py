@@ -9,7 +9,9 @@ import hashlib
 import json
 import os
 import pty
+import select
 import shlex
+import signal
 import struct
 import subprocess
 import sys
@@ -279,8 +281,15 @@ def ask(tree, script, while_asked):
         os.execv(str(SPECX), [str(SPECX), "idle", "--isolate", str(tree), "--commit", "ask",
                               "--", "sh", "-c", script])
     said = b""
-    while b"[y/N]" not in said:
-        said += os.read(fd, 1024)
+    try:
+        while b"[y/N]" not in said:
+            # A run that never asks fails the test rather than hanging it.
+            assert select.select([fd], [], [], 60)[0], f"no question: {said!r}"
+            said += os.read(fd, 1024)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     while_asked()
     os.write(fd, b"y\n")
     with contextlib.suppress(OSError):
