@@ -230,8 +230,7 @@ static int copy_bytes(int in, int out, off_t left)
     return 0;
 }
 
-/* A copy of the upper file FROM at TMP, synced: the rename that follows publishes it whole. */
-static int copy_file(const char *from, const char *tmp)
+int idle_copy_file(const char *from, const char *tmp)
 {
     int in = open(from, O_RDONLY | O_CLOEXEC);
     if (in < 0)
@@ -309,7 +308,7 @@ static int apply_one(const struct idle_change *ch, const char *target, const cha
         break;
     }
     case CHANGE_WRITE:
-        if ((link_from ? link(link_from, tmp) : copy_file(from, tmp)) < 0)
+        if ((link_from ? link(link_from, tmp) : idle_copy_file(from, tmp)) < 0)
             return -1;
         break;
     default:

@@ -51,6 +51,10 @@ int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const c
 
 void idle_changes_free(struct idle_changes *c);
 
+/* A copy of file FROM at TO (made, not replaced), with its status (file_status.h) and times,
+ * synced: a rename that follows publishes it whole. 0, or -1 with errno. */
+int idle_copy_file(const char *from, const char *to);
+
 /* Removes PATH and everything below it (no error if it does not exist). */
 void idle_remove_tree(const char *path);
 

@@ -21,7 +21,7 @@
 #include "file_status.h"
 #include "proc_path.h"
 #include "readset.h"
-#include "upper_links.h"
+#include "upper_complete.h"
 #include "util.h"
 
 #define DIRS_FILE "dirs"
@@ -200,12 +200,13 @@ int idle_isolation_enter(const struct idle_isolation *iso, char *err, size_t err
         char upper[PATH_MAX], work[PATH_MAX], options[3 * PATH_MAX + 64];
         idle_upper_dir(upper, sizeof upper, iso->state, i);
         idle_work_dir(work, sizeof work, iso->state, i);
-        /* Set, not left to the module's defaults, which distributions change: with redirects
-         * and metadata-only copies off, the upper layer holds each changed file whole and each
-         * renamed directory as a new one (the overlay answers EXDEV to a rename of a directory
-         * of the lower layer, and mv copies it); with the index off, a file's upper links are
-         * all its names there. */
-        snprintf(options, sizeof options, "lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,"
+        /* Set, not left to the module's defaults, which distributions change: without
+         * metadata-only copies the upper layer holds each changed file whole; with redirects a
+         * directory of the lower layer can be renamed (without, the overlay answers EXDEV, as
+         * across file systems); with the index, every name of a file with several shows it
+         * changed once one was (the kernel turns it off where a layer has no file handles).
+         * upper_complete.h makes the upper layer whole from the last two. */
+        snprintf(options, sizeof options, "lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=on,"
                  "metacopy=off,index=on", iso->dirs[i], upper, work);
         if (mount("overlay", iso->dirs[i], "overlay", 0, options) < 0)
             return specx_format_error(err, errsize, "cannot isolate %s: %s", iso->dirs[i],
@@ -340,13 +341,15 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
         idle_upper_dir(upper, sizeof upper, iso->state, (unsigned)d);
         idle_work_dir(index, sizeof index, iso->state, (unsigned)d);
         strncat(index, "/index", sizeof index - strlen(index) - 1);
-        idle_pathset_sort(&iso->read[d]);
-        if (idle_upper_links_complete(upper, index, iso->dirs[d], &iso->before[d]) < 0 ||
-            idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
+        /* What it completes the upper layer with from DIR counts as read: it is committed as
+         * it is now. */
+        if (idle_upper_complete(upper, index, iso->dirs[d], &iso->before[d], &iso->read[d]) < 0
+            || idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
             snprintf(iso->failure, sizeof iso->failure, "cannot read the changes in %s: %s",
                      upper, strerror(errno));
             scanned = false; /* nothing is applied that was not read whole */
         }
+        idle_pathset_sort(&iso->read[d]);
     }
     if (scanned && iso->changes.n)
         validate(iso);

@@ -1,0 +1,312 @@
+/* See upper_links.h. */
+#include "upper_complete.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "changes.h"
+#include "file_status.h"
+#include "util.h"
+
+/* The overlay's file handle of a lower file (struct ovl_fb): version, magic, length, flags,
+ * handle type, the file system's uuid, then the handle's bytes. */
+#define FB_MAGIC 0xfb
+#define FB_HEADER 21
+#define FB_MAX 255
+
+
+/* Upper files that stand for lower files with several names: the index's copies, and the
+ * copies filled in. */
+struct copy {
+    dev_t dev;
+    ino_t ino;
+    char *path;
+};
+
+struct copies {
+    struct copy *v;
+    size_t n, cap;
+};
+
+struct completion {
+    const char *upper, *dir;
+    const struct idle_snapshot *before;
+    struct idle_pathset *read;
+    struct copies copies;
+};
+
+static const char *copy_of(const struct copies *c, const struct stat *lower)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].dev == lower->st_dev && c->v[i].ino == lower->st_ino)
+            return c->v[i].path;
+    return NULL;
+}
+
+static int add_copy(struct copies *c, const struct stat *lower, const char *path)
+{
+    if (!specx_grow(&c->v, &c->cap, c->n, sizeof *c->v, 16) || !(c->v[c->n].path = strdup(path)))
+        return -1;
+    c->v[c->n].dev = lower->st_dev;
+    c->v[c->n++].ino = lower->st_ino;
+    return 0;
+}
+
+/* OUT = A/B; A alone where B is "", B alone where A is (the isolated directory's own relative
+ * path). */
+static bool join(char *out, size_t size, const char *a, const char *b)
+{
+    int n = snprintf(out, size, "%s%s%s", a, *a && *b ? "/" : "", b);
+    if (n < 0 || (size_t)n >= size) {
+        errno = ENAMETOOLONG;
+        return false;
+    }
+    return true;
+}
+
+/* The lower file an index entry NAME (the hex of its handle) stands for, opened O_PATH from
+ * LOWER_ROOT's file system. -1 if NAME is not such a handle or the file is gone. */
+static int open_lower(const char *name, int lower_root)
+{
+    unsigned char fb[FB_MAX];
+    size_t len = strlen(name) / 2;
+    if (strlen(name) % 2 || len <= FB_HEADER || len > FB_MAX)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        if (sscanf(name + 2 * i, "%2hhx", &fb[i]) != 1)
+            return -1;
+    if (fb[1] != FB_MAGIC || fb[2] != len)
+        return -1;
+    struct {
+        struct file_handle h;
+        unsigned char bytes[FB_MAX];
+    } handle;
+    handle.h.handle_bytes = (unsigned)(len - FB_HEADER);
+    handle.h.handle_type = fb[4];
+    memcpy(handle.h.f_handle, fb + FB_HEADER, len - FB_HEADER);
+    return open_by_handle_at(lower_root, &handle.h, O_PATH | O_CLOEXEC);
+}
+
+/* True if the command saw REL of the lower layer as it is: nothing in UPPER at REL or over a
+ * directory above it (an entry of its own, a whiteout, a file, an opaque directory). */
+static bool shown_from_lower(const char *upper, const char *rel)
+{
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", upper, rel);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return false;
+    for (char *end = path + strlen(upper) + 1;; end++) {
+        end = strchrnul(end, '/');
+        char was = *end;
+        *end = '\0';
+        struct stat st;
+        char opaque[2];
+        bool absent = lstat(path, &st) < 0 && errno == ENOENT;
+        bool masks = !absent && (!was || !S_ISDIR(st.st_mode) ||
+                                 getxattr(path, "trusted.overlay.opaque", opaque, 2) == 1);
+        *end = was;
+        if (absent || masks)
+            return absent;
+    }
+}
+
+/* Makes the directories above REL in UPPER that are not there, with the status of DIR's. */
+static int make_parents(const char *upper, const char *dir, const char *rel)
+{
+    char in_upper[PATH_MAX], in_dir[PATH_MAX];
+    for (const char *slash = strchr(rel, '/'); slash; slash = strchr(slash + 1, '/')) {
+        int len = (int)(slash - rel);
+        snprintf(in_upper, sizeof in_upper, "%s/%.*s", upper, len, rel);
+        snprintf(in_dir, sizeof in_dir, "%s/%.*s", dir, len, rel);
+        if (mkdir(in_upper, 0700) == 0) {
+            if (idle_dir_status_copy(in_dir, in_upper) < 0)
+                return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Links COPY at every name BEFORE has for the lower file LOWER that the command still saw. */
+static int link_names(const struct completion *c, const char *copy, const struct stat *lower)
+{
+    for (size_t i = 0; i < c->before->n; i++) {
+        const struct idle_entry *e = &c->before->entries[i];
+        char name[PATH_MAX];
+        if (e->st.st_ino != lower->st_ino || e->st.st_dev != lower->st_dev ||
+            !shown_from_lower(c->upper, e->rel))
+            continue;
+        if (make_parents(c->upper, c->dir, e->rel) < 0 ||
+            !join(name, sizeof name, c->upper, e->rel) || link(copy, name) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The index's copies, by the lower file each stands for. */
+static int read_index(struct completion *c, const char *index)
+{
+    DIR *d = opendir(index);
+    if (!d)
+        return errno == ENOENT ? 0 : -1;
+    int root = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = root < 0 ? -1 : 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        char copy[PATH_MAX];
+        struct stat lower;
+        int fd = open_lower(e->d_name, root);
+        if (fd < 0)
+            continue; /* "." and "..", or a lower file removed since: no name to link */
+        rc = fstat(fd, &lower);
+        close(fd);
+        if (rc == 0 && join(copy, sizeof copy, index, e->d_name))
+            rc = add_copy(&c->copies, &lower, copy);
+    }
+    int err = errno;
+    closedir(d);
+    if (root >= 0)
+        close(root);
+    errno = err;
+    return rc;
+}
+
+static int fill_in(struct completion *c, const char *upper, const char *rel);
+
+/* A copy at UPPER of what the lower layer has at REL: a file with several names linked to the
+ * copy that stands for it where there is one. */
+static int copy_in(struct completion *c, const char *upper, const char *rel)
+{
+    char lower[PATH_MAX], target[PATH_MAX];
+    struct stat st;
+    if (!join(lower, sizeof lower, c->dir, rel) || lstat(lower, &st) < 0 ||
+        idle_pathset_add(c->read, rel) < 0)
+        return -1;
+    if (S_ISDIR(st.st_mode)) {
+        if (mkdir(upper, 0700) < 0 || idle_dir_status_copy(lower, upper) < 0)
+            return -1;
+        return fill_in(c, upper, rel);
+    }
+    if (S_ISLNK(st.st_mode)) {
+        ssize_t len = readlink(lower, target, sizeof target - 1);
+        if (len < 0)
+            return -1;
+        target[len] = '\0';
+        if (symlink(target, upper) < 0)
+            return -1;
+        lchown(upper, st.st_uid, st.st_gid);
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode))
+        return 0; /* not committed (changes.c says so): nothing to copy */
+    const char *copy = st.st_nlink > 1 ? copy_of(&c->copies, &st) : NULL;
+    if (copy)
+        return link(copy, upper);
+    if (idle_copy_file(lower, upper) < 0)
+        return -1;
+    return st.st_nlink > 1 ? add_copy(&c->copies, &st, upper) : 0;
+}
+
+/* Copies into the upper directory UPPER what the lower directory at REL has and UPPER does
+ * not (neither an entry of its own nor a whiteout), and marks UPPER opaque: it is whole. */
+static int fill_in(struct completion *c, const char *upper, const char *rel)
+{
+    char lower[PATH_MAX];
+    DIR *d = join(lower, sizeof lower, c->dir, rel) ? opendir(lower) : NULL;
+    if (!d && errno != ENOENT)
+        return -1;
+    int rc = 0;
+    struct dirent *e;
+    while (d && rc == 0 && (e = readdir(d))) {
+        char in_upper[PATH_MAX], in_rel[PATH_MAX];
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (!join(in_upper, sizeof in_upper, upper, e->d_name) ||
+            !join(in_rel, sizeof in_rel, rel, e->d_name))
+            rc = -1;
+        else if (lstat(in_upper, &st) < 0)
+            rc = errno == ENOENT ? copy_in(c, in_upper, in_rel) : -1;
+    }
+    if (d)
+        closedir(d);
+    if (rc == 0 && setxattr(upper, "trusted.overlay.opaque", "y", 1, 0) < 0)
+        rc = -1;
+    removexattr(upper, "trusted.overlay.redirect");
+    return rc;
+}
+
+/* Where the lower directory of CHILD, an upper directory named NAME, is (relative to the
+ * isolated directory), given its parent's at PARENT (NULL: none). 1 with it in LOWER, 0 if it
+ * has none (new, or opaque), -1 if the path does not fit. *RENAMED: the command renamed it. */
+static int lower_of(const char *child, const char *name, const char *parent, char *lower,
+                    size_t size, bool *renamed)
+{
+    char redirect[PATH_MAX], opaque[2];
+    ssize_t len = getxattr(child, "trusted.overlay.redirect", redirect, sizeof redirect - 1);
+    *renamed = len > 0;
+    redirect[*renamed ? len : 0] = '\0';
+    if (getxattr(child, "trusted.overlay.opaque", opaque, 2) == 1)
+        return 0;
+    if (*renamed && redirect[0] == '/')
+        return join(lower, size, "", redirect + 1) ? 1 : -1;
+    if (!parent)
+        return 0;
+    return join(lower, size, parent, *renamed ? redirect : name) ? 1 : -1;
+}
+
+/* Walks the upper directory UPPER, whose lower directory is at REL (NULL: it has none), and
+ * fills in those the command renamed and all below them (FILL), depth first: a directory
+ * below one renamed has its lower one below the old name. */
+static int walk(struct completion *c, const char *upper, const char *rel, bool fill)
+{
+    DIR *d = opendir(upper);
+    if (!d)
+        return -1;
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        char child[PATH_MAX], lower[PATH_MAX];
+        struct stat st;
+        bool renamed;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (!join(child, sizeof child, upper, e->d_name) || lstat(child, &st) < 0) {
+            rc = -1;
+        } else if (S_ISDIR(st.st_mode)) {
+            int has = lower_of(child, e->d_name, rel, lower, sizeof lower, &renamed);
+            rc = has < 0 ? -1 : walk(c, child, has ? lower : NULL, fill || renamed);
+        }
+    }
+    closedir(d);
+    if (rc == 0 && fill && rel)
+        return fill_in(c, upper, rel);
+    if (fill)
+        removexattr(upper, "trusted.overlay.redirect");
+    return rc;
+}
+
+int idle_upper_complete(const char *upper, const char *index, const char *dir,
+                        const struct idle_snapshot *before, struct idle_pathset *read)
+{
+    struct completion c = { .upper = upper, .dir = dir, .before = before, .read = read };
+    int rc = read_index(&c, index);
+    if (rc == 0)
+        rc = walk(&c, upper, "", false);
+    for (size_t i = 0; i < c.copies.n; i++) {
+        struct stat lower = { .st_dev = c.copies.v[i].dev, .st_ino = c.copies.v[i].ino };
+        if (rc == 0)
+            rc = link_names(&c, c.copies.v[i].path, &lower);
+        free(c.copies.v[i].path);
+    }
+    free(c.copies.v);
+    return rc;
+}
