@@ -1,4 +1,4 @@
-/* See upper_links.h. */
+/* See upper_complete.h. */
 #include "upper_complete.h"
 
 #include <dirent.h>
@@ -22,7 +22,6 @@
 #define FB_HEADER 21
 #define FB_MAX 255
 
-
 /* Upper files that stand for lower files with several names: the index's copies, and the
  * copies filled in. */
 struct copy {
@@ -38,10 +37,33 @@ struct copies {
 
 struct completion {
     const char *upper, *dir;
-    const struct idle_snapshot *before;
     struct idle_pathset *read;
     struct copies copies;
+    const struct idle_entry **linked; /* the snapshot's files of several names, by inode */
+    size_t nlinked;
 };
+
+static int by_inode(const void *a, const void *b)
+{
+    const struct stat *x = &(*(const struct idle_entry *const *)a)->st;
+    const struct stat *y = &(*(const struct idle_entry *const *)b)->st;
+    if (x->st_dev != y->st_dev)
+        return x->st_dev < y->st_dev ? -1 : 1;
+    return x->st_ino < y->st_ino ? -1 : x->st_ino > y->st_ino;
+}
+
+/* The entries of BEFORE that are files of several names, sorted by inode. */
+static int list_linked(struct completion *c, const struct idle_snapshot *before)
+{
+    c->linked = malloc((before->n ? before->n : 1) * sizeof *c->linked);
+    if (!c->linked)
+        return -1;
+    for (size_t i = 0; i < before->n; i++)
+        if (S_ISREG(before->entries[i].st.st_mode) && before->entries[i].st.st_nlink > 1)
+            c->linked[c->nlinked++] = &before->entries[i];
+    qsort(c->linked, c->nlinked, sizeof *c->linked, by_inode);
+    return 0;
+}
 
 static const char *copy_of(const struct copies *c, const struct stat *lower)
 {
@@ -136,17 +158,27 @@ static int make_parents(const char *upper, const char *dir, const char *rel)
     return 0;
 }
 
-/* Links COPY at every name BEFORE has for the lower file LOWER that the command still saw. */
+/* Links COPY at every name the snapshot has for the lower file LOWER that the command still
+ * saw. */
 static int link_names(const struct completion *c, const char *copy, const struct stat *lower)
 {
-    for (size_t i = 0; i < c->before->n; i++) {
-        const struct idle_entry *e = &c->before->entries[i];
+    struct idle_entry key = { .st = *lower };
+    const struct idle_entry *k = &key;
+    size_t lo = 0, hi = c->nlinked; /* the first entry not below LOWER's inode */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (by_inode(&c->linked[mid], &k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < c->nlinked && by_inode(&c->linked[lo], &k) == 0; lo++) {
+        const char *rel = c->linked[lo]->rel;
         char name[PATH_MAX];
-        if (e->st.st_ino != lower->st_ino || e->st.st_dev != lower->st_dev ||
-            !shown_from_lower(c->upper, e->rel))
+        if (!shown_from_lower(c->upper, rel))
             continue;
-        if (make_parents(c->upper, c->dir, e->rel) < 0 ||
-            !join(name, sizeof name, c->upper, e->rel) || link(copy, name) < 0)
+        if (make_parents(c->upper, c->dir, rel) < 0 || !join(name, sizeof name, c->upper, rel) ||
+            link(copy, name) < 0)
             return -1;
     }
     return 0;
@@ -297,8 +329,10 @@ static int walk(struct completion *c, const char *upper, const char *rel, bool f
 int idle_upper_complete(const char *upper, const char *index, const char *dir,
                         const struct idle_snapshot *before, struct idle_pathset *read)
 {
-    struct completion c = { .upper = upper, .dir = dir, .before = before, .read = read };
-    int rc = read_index(&c, index);
+    struct completion c = { .upper = upper, .dir = dir, .read = read };
+    int rc = list_linked(&c, before);
+    if (rc == 0)
+        rc = read_index(&c, index);
     if (rc == 0)
         rc = walk(&c, upper, "", false);
     for (size_t i = 0; i < c.copies.n; i++) {
@@ -308,5 +342,6 @@ int idle_upper_complete(const char *upper, const char *index, const char *dir,
         free(c.copies.v[i].path);
     }
     free(c.copies.v);
+    free(c.linked);
     return rc;
 }
