@@ -237,8 +237,13 @@ static int copy_in(struct completion *c, const char *upper, const char *rel)
         lchown(upper, st.st_uid, st.st_gid);
         return 0;
     }
-    if (!S_ISREG(st.st_mode))
-        return 0; /* not committed (changes.c says so): nothing to copy */
+    if (!S_ISREG(st.st_mode)) {
+        /* Not committed, but there for the scan to say so, as for one the command made. */
+        if (mknod(upper, st.st_mode, st.st_rdev) < 0)
+            return -1;
+        lchown(upper, st.st_uid, st.st_gid);
+        return 0;
+    }
     const char *copy = st.st_nlink > 1 ? copy_of(&c->copies, &st) : NULL;
     if (copy)
         return link(copy, upper);
