@@ -232,11 +232,18 @@ static int copy_bytes(int in, int out, off_t left)
 
 int idle_copy_file(const char *from, const char *tmp)
 {
-    int in = open(from, O_RDONLY | O_CLOEXEC);
+    /* Only a regular file, as its caller saw it: not a link or a FIFO put in its place. */
+    int in = open(from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0)
         return -1;
     struct stat st;
-    int out = fstat(in, &st) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    int out = -1;
+    if (fstat(in, &st) == 0) {
+        if (S_ISREG(st.st_mode))
+            out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        else
+            errno = EINVAL;
+    }
     int rc = out < 0 ? -1 : copy_bytes(in, out, st.st_size);
     if (rc == 0) {
         idle_status_copy(in, out);
