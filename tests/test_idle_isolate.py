@@ -15,6 +15,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -324,3 +325,31 @@ def test_commit_ask_commits_on_a_yes_when_nothing_changed(specx, clean, tmp_path
                      lambda: (d / "sub" / "b").write_text("unrelated\n"))
     assert code == 0, said
     assert (d / "copy").read_text() == "a\n"
+
+
+@pytest.mark.root
+def test_a_change_by_others_below_a_directory_it_renamed_is_a_conflict(specx, clean, tmp_path):
+    """The command reads a file through the new name of a directory it renamed; someone else
+    changes that file (at its old name) before the command ends. The commit fills the renamed
+    directory in from the real tree, so what it copies counts as read: a conflict."""
+    d = tmp_path / "d"
+    make_tree(d)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    idle = subprocess.Popen([specx, "idle", "--isolate", d, "--", "sh", "-c",
+                             f"mv {d}/sub {d}/sub2 && cat {d}/sub2/b > {d}/copy && "
+                             f"touch {ready} && while [ ! -e {go} ]; do sleep 0.05; done"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        while not ready.exists():
+            assert idle.poll() is None, idle.stderr.read()
+            time.sleep(0.05)
+        (d / "sub" / "b").write_text("theirs\n")
+        go.touch()
+        _, err = idle.communicate(timeout=60)
+    finally:
+        if idle.poll() is None:
+            idle.kill()
+            idle.wait()
+    assert idle.returncode == 3, err
+    assert f"  {d}/sub/b\n" in err
+    assert (d / "sub" / "b").read_text() == "theirs\n" and not (d / "sub2").exists()
