@@ -353,3 +353,38 @@ def test_a_change_by_others_below_a_directory_it_renamed_is_a_conflict(specx, cl
     assert idle.returncode == 3, err
     assert f"  {d}/sub/b\n" in err
     assert (d / "sub" / "b").read_text() == "theirs\n" and not (d / "sub2").exists()
+
+
+@pytest.mark.root
+def test_a_link_swapped_in_below_a_renamed_directory_does_not_lead_the_fill_in_out(
+        specx, clean, tmp_path):
+    """The command renames a directory; someone who can write in the isolated directory swaps
+    the directory's old name, in the real tree, for a link to a directory of root's before the
+    command ends. Filling the renamed directory in from the real tree reads nothing through the
+    link: the run ends in a conflict that names nothing of root's, and nothing changes."""
+    d, secret = tmp_path / "d", tmp_path / "secret"
+    make_tree(d)
+    secret.mkdir(mode=0o700)
+    (secret / "roots-key").write_text("root's\n")
+    before = describe(secret, exact=True)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    idle = subprocess.Popen([specx, "idle", "--isolate", d, "--", "sh", "-c",
+                             f"mv {d}/sub {d}/sub2 && touch {ready} && "
+                             f"while [ ! -e {go} ]; do sleep 0.05; done"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        while not ready.exists():
+            assert idle.poll() is None, idle.stderr.read()
+            time.sleep(0.05)
+        os.rename(d / "sub", tmp_path / "old-sub")
+        os.symlink(secret, d / "sub")
+        go.touch()
+        _, err = idle.communicate(timeout=60)
+    finally:
+        if idle.poll() is None:
+            idle.kill()
+            idle.wait()
+    assert idle.returncode == 3, err
+    assert "cannot read the changes" in err and "roots-key" not in err, err
+    assert os.readlink(d / "sub") == str(secret) and not (d / "sub2").exists()
+    assert describe(secret, exact=True) == before
