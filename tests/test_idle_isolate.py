@@ -327,6 +327,28 @@ def test_commit_ask_commits_on_a_yes_when_nothing_changed(specx, clean, tmp_path
     assert (d / "copy").read_text() == "a\n"
 
 
+def isolated_while_others_act(specx, d, tmp_path, script, others):
+    """Runs SCRIPT isolated in D; once it has run, and before the command ends, OTHERS() acts
+    on the real tree. The exit code and what specx idle said."""
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    idle = subprocess.Popen([specx, "idle", "--isolate", d, "--", "sh", "-c",
+                             f"{script} && touch {ready} && "
+                             f"while [ ! -e {go} ]; do sleep 0.05; done"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        while not ready.exists():
+            assert idle.poll() is None, idle.stderr.read()
+            time.sleep(0.05)
+        others()
+        go.touch()
+        _, err = idle.communicate(timeout=60)
+    finally:
+        if idle.poll() is None:
+            idle.kill()
+            idle.wait()
+    return idle.returncode, err
+
+
 @pytest.mark.root
 def test_a_change_by_others_below_a_directory_it_renamed_is_a_conflict(specx, clean, tmp_path):
     """The command reads a file through the new name of a directory it renamed; someone else
@@ -334,23 +356,10 @@ def test_a_change_by_others_below_a_directory_it_renamed_is_a_conflict(specx, cl
     directory in from the real tree, so what it copies counts as read: a conflict."""
     d = tmp_path / "d"
     make_tree(d)
-    ready, go = tmp_path / "ready", tmp_path / "go"
-    idle = subprocess.Popen([specx, "idle", "--isolate", d, "--", "sh", "-c",
-                             f"mv {d}/sub {d}/sub2 && cat {d}/sub2/b > {d}/copy && "
-                             f"touch {ready} && while [ ! -e {go} ]; do sleep 0.05; done"],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        while not ready.exists():
-            assert idle.poll() is None, idle.stderr.read()
-            time.sleep(0.05)
-        (d / "sub" / "b").write_text("theirs\n")
-        go.touch()
-        _, err = idle.communicate(timeout=60)
-    finally:
-        if idle.poll() is None:
-            idle.kill()
-            idle.wait()
-    assert idle.returncode == 3, err
+    code, err = isolated_while_others_act(
+        specx, d, tmp_path, f"mv {d}/sub {d}/sub2 && cat {d}/sub2/b > {d}/copy",
+        lambda: (d / "sub" / "b").write_text("theirs\n"))
+    assert code == 3, err
     assert f"  {d}/sub/b\n" in err
     assert (d / "sub" / "b").read_text() == "theirs\n" and not (d / "sub2").exists()
 
@@ -367,24 +376,13 @@ def test_a_link_swapped_in_below_a_renamed_directory_does_not_lead_the_fill_in_o
     secret.mkdir(mode=0o700)
     (secret / "roots-key").write_text("root's\n")
     before = describe(secret, exact=True)
-    ready, go = tmp_path / "ready", tmp_path / "go"
-    idle = subprocess.Popen([specx, "idle", "--isolate", d, "--", "sh", "-c",
-                             f"mv {d}/sub {d}/sub2 && touch {ready} && "
-                             f"while [ ! -e {go} ]; do sleep 0.05; done"],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        while not ready.exists():
-            assert idle.poll() is None, idle.stderr.read()
-            time.sleep(0.05)
+
+    def swap():
         os.rename(d / "sub", tmp_path / "old-sub")
         os.symlink(secret, d / "sub")
-        go.touch()
-        _, err = idle.communicate(timeout=60)
-    finally:
-        if idle.poll() is None:
-            idle.kill()
-            idle.wait()
-    assert idle.returncode == 3, err
+
+    code, err = isolated_while_others_act(specx, d, tmp_path, f"mv {d}/sub {d}/sub2", swap)
+    assert code == 3, err
     assert "cannot read the changes" in err and "roots-key" not in err, err
     assert os.readlink(d / "sub") == str(secret) and not (d / "sub2").exists()
     assert describe(secret, exact=True) == before
