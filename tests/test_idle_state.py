@@ -68,14 +68,15 @@ def old_run(target, rel, content=PLANTED):
             f"printf 'specx-idle-journal 1\\nW 0 {len(rel)} {rel}\\n' > {state}/journal")
 
 
-def new_run(state_dir, target, rel, content=PLANTED, ident=None):
-    """The same in today's form, in STATE_DIR (a path as seen in the namespace)."""
+def new_run(state_dir, target, rel, content=PLANTED, ident=None, kind="W"):
+    """The same in today's form, in STATE_DIR (a path as seen in the namespace), its journal's
+    change of type KIND."""
     st = os.stat(target) if ident is None else ident
     state = f"{state_dir}/{DEAD_PID}"
     return (f"mkdir -p -m 700 {state}/upper-0/sub; "
             f"printf '%s %s %s %s\\n' {st.st_dev} {st.st_ino} {len(str(target))} '{target}' "
             f"> {state}/dirs; printf '{content}' > {state}/upper-0/passwd; "
-            f"printf 'specx-idle-journal 1\\nW 0 {len(rel)} {rel}\\n' > {state}/journal")
+            f"printf 'specx-idle-journal 1\\n{kind} 0 {len(rel)} {rel}\\n' > {state}/journal")
 
 
 def said(proc):
@@ -156,11 +157,12 @@ def journal_cases(place):
         "another-directory": ("passwd", etc, os.stat(place / "var-tmp")),
         "unnormal-list": ("passwd", f"{sub}/..", None),
         "relative-list": ("passwd", os.path.relpath(etc, "/"), os.stat(etc)),
+        "empty-not-status": ("", etc, None),  # the directory itself, written as a file
     }
 
 
 CASES = ["dotdot", "dotdot-inside", "absolute", "another-directory", "unnormal-list",
-         "relative-list"]
+         "relative-list", "empty-not-status"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -175,7 +177,7 @@ def test_a_journal_or_list_that_leads_out_is_not_applied(specx, place, case):
     # Made by root as it stands (the user cannot write there); the same run where state once
     # lived is planted by the user.
     subprocess.run(["sh", "-ec", new_run(state_dir, target, rel, ident=ident)], check=True)
-    plant = old_run(target, rel)
+    plant = old_run(target, rel) if rel else ""
     proc = run_specx("idle", "--recover", prefix=unshared(place, plant))
     assert proc.returncode == 1, proc.stderr
     assert said(proc).count("\n") == 1 and ("left as it is" in proc.stderr or
@@ -205,6 +207,24 @@ def test_a_link_in_the_isolated_directory_does_not_lead_the_commit_out(specx, pl
     assert proc.returncode == 1 and "cannot finish the interrupted commit" in proc.stderr, \
         proc.stderr
     assert_untouched(place, before)
+
+
+def test_a_journal_sets_the_isolated_directorys_own_status(specx, place, tmp_path):
+    """The empty path in a journal is the isolated directory itself, for a change of its own
+    owner, mode or attributes (S) alone: a recovery finishes it, on that directory."""
+    isolated = tmp_path / "d"
+    isolated.mkdir()
+    isolated.chmod(0o755)
+    state_dir = place / "var-lib" / "specx" / "idle"
+    state_dir.mkdir(parents=True, mode=0o700)
+    state_dir.parent.chmod(0o700)
+    subprocess.run(["sh", "-ec", new_run(state_dir, isolated, "", kind="S")], check=True)
+    (state_dir / str(DEAD_PID) / "upper-0").chmod(0o750)
+    proc = run_specx("idle", "--recover", prefix=unshared(place))
+    assert proc.returncode == 0 and "finished the interrupted commit" in proc.stderr, \
+        proc.stderr
+    assert isolated.stat().st_mode & 0o7777 == 0o750
+    assert not (state_dir / str(DEAD_PID)).exists()
 
 
 def unused_pid():

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "beneath.h"
+#include "file_status.h"
 #include "pathset.h"
 #include "util.h"
 
@@ -72,23 +73,29 @@ static bool is_opaque(const char *path)
     return getxattr(path, "trusted.overlay.opaque", value, sizeof value) == 1 && value[0] == 'y';
 }
 
+/* A directory in the upper layer is new, or only holds what changed below it, or was emptied
+ * and refilled (opaque); one that was there may also have had its status set. */
+static int scan_dir(const char *path, const char *rel)
+{
+    char lower[PATH_MAX];
+    struct stat was;
+    snprintf(lower, sizeof lower, "%s%s%s", scan.dir, *rel ? "/" : "", rel);
+    if (lstat(lower, &was) < 0 || !S_ISDIR(was.st_mode))
+        return add(scan.c, CHANGE_MKDIR, scan.index, rel);
+    if (is_opaque(path) && add(scan.c, CHANGE_CLEAR, scan.index, rel) < 0)
+        return -1;
+    /* A copy-up gives it LOWER's: one that differs was set by the command. */
+    return idle_dir_status_differs(path, lower) ? add(scan.c, CHANGE_STATUS, scan.index, rel)
+                                                : 0;
+}
+
 static int scan_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
     const char *rel = path + scan.upper_len;
-    if (*rel == '\0')
-        return 0; /* the directory itself */
-    rel++;
-    if (type == FTW_D) {
-        /* A directory in the upper layer is new, or only holds what changed below it. */
-        char lower[PATH_MAX];
-        struct stat was;
-        snprintf(lower, sizeof lower, "%s/%s", scan.dir, rel);
-        bool existed = lstat(lower, &was) == 0 && S_ISDIR(was.st_mode);
-        if (!existed && add(scan.c, CHANGE_MKDIR, scan.index, rel) < 0)
-            return -1;
-        return existed && is_opaque(path) ? add(scan.c, CHANGE_CLEAR, scan.index, rel) : 0;
-    }
+    rel += *rel == '/'; /* "" is the isolated directory itself */
+    if (type == FTW_D)
+        return scan_dir(path, rel);
     if (is_whiteout(st))
         return add(scan.c, CHANGE_DELETE, scan.index, rel);
     if (S_ISLNK(st->st_mode))
@@ -146,11 +153,19 @@ int idle_journal_write(int state_fd, const struct idle_changes *c)
     return fsync(state_fd);
 }
 
-/* An entry the commit can apply: a known change to a path by plain names below one of the
- * NDIRS directories. */
+/* A change the commit can apply: a known one to a path by plain names below an isolated
+ * directory, or to the status of that directory itself (REL ""). */
+static bool change_valid(char type, const char *rel)
+{
+    if (type == '\0' || !strchr("MCWLDS", type))
+        return false;
+    return *rel ? idle_rel_valid(rel) : type == CHANGE_STATUS;
+}
+
+/* An entry the commit can apply: a valid change in one of the NDIRS directories. */
 static bool entry_valid(char type, unsigned dir, size_t ndirs, const char *rel)
 {
-    return strchr("MCWLD", type) && type != '\0' && dir < ndirs && idle_rel_valid(rel);
+    return dir < ndirs && change_valid(type, rel);
 }
 
 int idle_journal_read(int state_fd, size_t ndirs, struct idle_changes *c)
@@ -167,8 +182,10 @@ int idle_journal_read(int state_fd, size_t ndirs, struct idle_changes *c)
     char type;
     unsigned dir;
     size_t len;
-    while (rc == 0 && fscanf(f, "%c %u %zu ", &type, &dir, &len) == 3) {
-        char *rel = len < PATH_MAX ? malloc(len + 1) : NULL;
+    /* Entry by entry to the end: anything that is not one, even a part, fails. One space
+     * before REL, which may be empty (the isolated directory's own status). */
+    for (int n; rc == 0 && (n = fscanf(f, "%c %u %zu", &type, &dir, &len)) != EOF;) {
+        char *rel = n == 3 && fgetc(f) == ' ' && len < PATH_MAX ? malloc(len + 1) : NULL;
         if (!rel || fread(rel, 1, len, f) != len || fgetc(f) != '\n') {
             free(rel);
             rc = -1;
@@ -179,8 +196,8 @@ int idle_journal_read(int state_fd, size_t ndirs, struct idle_changes *c)
                                                                        : -1;
         free(rel);
     }
-    if (rc == 0 && fgetc(f) != EOF)
-        rc = -1; /* something after the last entry that is not one */
+    if (ferror(f))
+        rc = -1;
     fclose(f);
     if (rc < 0)
         errno = EINVAL;
@@ -188,13 +205,6 @@ int idle_journal_read(int state_fd, size_t ndirs, struct idle_changes *c)
 }
 
 /* ---- applying ---- */
-
-static void copy_status(int fd, const struct stat *st)
-{
-    fchown(fd, st->st_uid, st->st_gid);
-    fchmod(fd, st->st_mode & 07777);
-    futimens(fd, (struct timespec[2]){ st->st_atim, st->st_mtim });
-}
 
 /* LEFT bytes from IN to OUT. copy_file_range works within one file system (and between some
  * of one type); the upper directory is under /var/lib, DIR may be anywhere (a tmpfs /tmp):
@@ -216,20 +226,24 @@ static int copy_bytes(int in, int out, off_t left)
     return 0;
 }
 
-/* A copy of the upper file NAME (in directory FROM) at TMP (in directory TO), synced: the
- * rename that follows publishes it whole. */
-static int copy_file(int from, const char *name, int to, const char *tmp)
+int idle_copy_file(int from, const char *name, int to_dir, const char *to)
 {
-    int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* Only a regular file, as its caller saw it: not a link or a FIFO put in its place. */
+    int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0)
         return -1;
     struct stat st;
-    int out = fstat(in, &st) == 0
-                  ? openat(to, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
-                  : -1;
+    int out = -1;
+    if (fstat(in, &st) == 0) {
+        if (S_ISREG(st.st_mode))
+            out = openat(to_dir, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        else
+            errno = EINVAL;
+    }
     int rc = out < 0 ? -1 : copy_bytes(in, out, st.st_size);
     if (rc == 0) {
-        copy_status(out, &st);
+        idle_status_copy(in, out);
+        futimens(out, (struct timespec[2]){ st.st_atim, st.st_mtim });
         rc = fsync(out);
     }
     int e = errno;
@@ -281,20 +295,31 @@ static int upper_is(int from, const char *name, mode_t type, struct stat *st)
     return -1;
 }
 
+/* Where a change's target is: NAME in directory DIR. */
+struct place {
+    int dir;
+    const char *name;
+};
+
 /* Applies CH, whose last component is NAME in directory TO of the target and FROM of the upper
- * layer, through the temporary name TMP beside it. */
+ * layer, through the temporary name TMP beside it. LINKED: the target of an earlier change
+ * that names the same upper file (a hard link the command made), to be linked rather than
+ * copied; NULL for a file of its own. */
 static int apply_one(const struct idle_change *ch, int from, int to, const char *name,
-                     const char *tmp)
+                     const char *tmp, const struct place *linked)
 {
     struct stat st, there;
     switch (ch->type) {
     case CHANGE_MKDIR:
         if (fstatat(to, name, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(there.st_mode))
             idle_remove_tree_at(to, name);
+        /* Private until it has its status: the umask does not decide its mode. */
         if (upper_is(from, name, S_IFDIR, &st) < 0 ||
-            (mkdirat(to, name, st.st_mode & 07777) < 0 && errno != EEXIST))
+            (mkdirat(to, name, 0700) < 0 && errno != EEXIST))
             return -1;
-        return fchownat(to, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+        return idle_dir_status_copy_at(from, name, to, name);
+    case CHANGE_STATUS:
+        return idle_dir_status_copy_at(from, name, to, name);
     case CHANGE_CLEAR:
         return clear_dir(from, to, name);
     case CHANGE_DELETE:
@@ -316,7 +341,9 @@ static int apply_one(const struct idle_change *ch, int from, int to, const char 
         break;
     }
     case CHANGE_WRITE:
-        if (upper_is(from, name, S_IFREG, &st) < 0 || copy_file(from, name, to, tmp) < 0)
+        if (upper_is(from, name, S_IFREG, &st) < 0 ||
+            (linked ? linkat(linked->dir, linked->name, to, tmp, 0)
+                    : idle_copy_file(from, name, to, tmp)) < 0)
             return -1;
         break;
     default:
@@ -325,12 +352,13 @@ static int apply_one(const struct idle_change *ch, int from, int to, const char 
     }
     if (fstatat(to, name, &there, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(there.st_mode))
         idle_remove_tree_at(to, name); /* a directory the command replaced by a file */
-    return renameat(to, tmp, to, name);
+    if (renameat(to, tmp, to, name) < 0)
+        return -1;
+    /* Two links to one file: rename left both (an application repeated after a crash). */
+    return linked && unlinkat(to, tmp, 0) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* The isolated directory at PATH, opened: still the directory (device, inode) ID the run
- * isolated, else -1 with errno ESTALE. */
-static int open_isolated(const char *path, const struct idle_dir_id *id)
+int idle_open_isolated(const char *path, const struct idle_dir_id *id)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
@@ -342,44 +370,74 @@ static int open_isolated(const char *path, const struct idle_dir_id *id)
     return fd;
 }
 
-/* Applies change number I, CH, from the upper directory UPPER to the isolated one TARGET. Its
- * path, below each, is reached without following links: no entry leads out of either. */
-static int apply_change(const struct idle_change *ch, size_t i, int upper, int target,
-                        const char *run)
+/* Opens the directory that holds REL below DIRFD, its last component in *NAME; for REL "" (a
+ * change to the isolated directory's own status), DIRFD itself, anew, as ".". */
+static int open_parent(int dirfd, const char *rel, const char **name)
+{
+    if (*rel)
+        return idle_open_parent_beneath(dirfd, rel, name);
+    *name = ".";
+    return openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Closes those of A, B and C that are open, errno kept. */
+static void close_all(int a, int b, int c)
+{
+    int e = errno;
+    int fds[] = { a, b, c };
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    errno = e;
+}
+
+/* Applies change number I, CH, from the upper directory UPPER to the isolated one TARGET; SAME
+ * is the earlier change whose upper file is CH's (NULL: none). Each path, below each
+ * directory, is reached without following links: no entry leads out of either. */
+static int apply_change(const struct idle_change *ch, size_t i, const struct idle_change *same,
+                        int upper, int target, const char *run)
 {
     const char *name;
     char tmp[NAME_MAX + 1];
     /* The temporary name beside the target: the rename stays within one file system. */
     snprintf(tmp, sizeof tmp, ".specx-idle-%s-%zu", run, i);
-    int from = idle_open_parent_beneath(upper, ch->rel, &name);
-    int to = from >= 0 ? idle_open_parent_beneath(target, ch->rel, &name) : -1;
+    if (!change_valid(ch->type, ch->rel)) {
+        errno = EINVAL;
+        return -1;
+    }
+    int from = open_parent(upper, ch->rel, &name);
+    int to = from >= 0 ? open_parent(target, ch->rel, &name) : -1;
+    struct place linked = { -1, NULL };
+    if (to >= 0 && same)
+        linked.dir = idle_open_parent_beneath(target, same->rel, &linked.name);
     int rc = -1;
-    if (to >= 0) {
+    if (to >= 0 && (!same || linked.dir >= 0)) {
         unlinkat(to, tmp, 0); /* left by an application that was interrupted */
-        rc = apply_one(ch, from, to, name, tmp);
+        rc = apply_one(ch, from, to, name, tmp, same ? &linked : NULL);
         if (rc < 0) {
             int e = errno;
             unlinkat(to, tmp, 0);
             errno = e;
         }
     }
-    int e = errno;
-    if (from >= 0)
-        close(from);
-    if (to >= 0)
-        close(to);
-    errno = e;
+    close_all(from, to, linked.dir);
     return rc;
+}
+
+/* The upper directory of isolated directory DIR, opened below the run's state STATE_FD. */
+static int open_upper(int state_fd, unsigned dir)
+{
+    char name[32];
+    snprintf(name, sizeof name, UPPER, dir);
+    return idle_open_beneath(state_fd, name, O_RDONLY | O_DIRECTORY, 0);
 }
 
 /* Opens the upper directory and the isolated directory of DIR for a commit. */
 static int open_dir_pair(unsigned dir, char (*dirs)[4096], const struct idle_dir_id *ids,
                          int state_fd, int *upper, int *target)
 {
-    char name[32];
-    snprintf(name, sizeof name, UPPER, dir);
-    *upper = idle_open_beneath(state_fd, name, O_RDONLY | O_DIRECTORY, 0);
-    *target = *upper >= 0 ? open_isolated(dirs[dir], &ids[dir]) : -1;
+    *upper = open_upper(state_fd, dir);
+    *target = *upper >= 0 ? idle_open_isolated(dirs[dir], &ids[dir]) : -1;
     return *target < 0 ? -1 : 0;
 }
 
@@ -396,10 +454,84 @@ static void close_dir_pair(int *upper, int *target)
     *upper = *target = -1;
 }
 
+/* An upper file a change writes, for finding the command's hard links. */
+struct upper_file {
+    unsigned dir;
+    dev_t dev;
+    ino_t ino;
+    size_t change;
+};
+
+static int by_file(const void *a, const void *b)
+{
+    const struct upper_file *x = a, *y = b;
+    if (x->dir != y->dir)
+        return x->dir < y->dir ? -1 : 1;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->change < y->change ? -1 : x->change > y->change;
+}
+
+/* The file REL in UPPER, found without following links; its status in *ST. */
+static int upper_stat(int upper, const char *rel, struct stat *st)
+{
+    const char *name;
+    int dir = idle_open_parent_beneath(upper, rel, &name);
+    if (dir < 0)
+        return -1;
+    int rc = fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW);
+    close(dir);
+    return rc;
+}
+
+/* For each change of C, the first one whose upper file is the same: the overlay keeps the
+ * command's hard links as links of one upper file (upper_complete.h), and the commit links
+ * them likewise. Most changes are their own first; one whose upper file cannot be reached is
+ * too (its application then fails). NULL if memory runs out. */
+static size_t *first_names(const struct idle_changes *c, int state_fd)
+{
+    size_t *first = malloc((c->n ? c->n : 1) * sizeof *first);
+    struct upper_file *files = malloc((c->n ? c->n : 1) * sizeof *files);
+    size_t n = 0;
+    int upper = -1;
+    for (size_t i = 0; first && files && i < c->n; i++) {
+        const struct idle_change *ch = &c->v[i];
+        struct stat st;
+        first[i] = i;
+        if (i == 0 || ch->dir != c->v[i - 1].dir) { /* the changes of one directory together */
+            if (upper >= 0)
+                close(upper);
+            upper = open_upper(state_fd, ch->dir);
+        }
+        if (ch->type == CHANGE_WRITE && upper >= 0 && upper_stat(upper, ch->rel, &st) == 0 &&
+            S_ISREG(st.st_mode) && st.st_nlink > 1)
+            files[n++] = (struct upper_file){ ch->dir, st.st_dev, st.st_ino, i };
+    }
+    if (upper >= 0)
+        close(upper);
+    if (first && files) {
+        qsort(files, n, sizeof *files, by_file);
+        for (size_t k = 1; k < n; k++)
+            if (files[k].dir == files[k - 1].dir && files[k].dev == files[k - 1].dev &&
+                files[k].ino == files[k - 1].ino)
+                first[files[k].change] = first[files[k - 1].change];
+    } else {
+        free(first);
+        first = NULL;
+    }
+    free(files);
+    return first;
+}
+
 int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096],
                        const struct idle_dir_id *ids, int state_fd, const char *run, char *err,
                        size_t errsize)
 {
+    size_t *first = first_names(c, state_fd);
+    if (!first)
+        return specx_format_error(err, errsize, "cannot commit: %s", strerror(errno));
     int upper = -1, target = -1, rc = 0;
     for (size_t i = 0; rc == 0 && i < c->n; i++) {
         const struct idle_change *ch = &c->v[i];
@@ -415,10 +547,12 @@ int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096],
                 break;
             }
         }
-        if (apply_change(ch, i, upper, target, run) < 0)
+        const struct idle_change *same = first[i] != i ? &c->v[first[i]] : NULL;
+        if (apply_change(ch, i, same, upper, target, run) < 0)
             rc = specx_format_error(err, errsize, "cannot commit %s/%s: %s", dirs[ch->dir],
                                     ch->rel, strerror(errno));
     }
     close_dir_pair(&upper, &target);
+    free(first);
     return rc;
 }

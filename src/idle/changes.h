@@ -16,6 +16,7 @@ enum idle_change_type {
     CHANGE_WRITE = 'W',  /* a file it wrote or made */
     CHANGE_LINK = 'L',   /* a symbolic link it made */
     CHANGE_DELETE = 'D', /* something it removed (an overlay whiteout) */
+    CHANGE_STATUS = 'S', /* a directory that was there whose owner, mode or attributes it set */
 };
 
 struct idle_change {
@@ -51,6 +52,10 @@ struct idle_dir_id {
     ino_t ino;
 };
 
+/* Opens the isolated directory PATH, not followed if a link: still the directory ID the run
+ * isolated, else -1 with errno ESTALE. */
+int idle_open_isolated(const char *path, const struct idle_dir_id *id);
+
 /* Applies C to DIRS (still IDS) from the upper directories in STATE_FD; each path is reached
  * below both without following links, and each file goes in by a rename from a name fixed by
  * (RUN, the run's name, and its place in C), so that a repeated application first removes what
@@ -60,6 +65,12 @@ int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096],
                        size_t errsize);
 
 void idle_changes_free(struct idle_changes *c);
+
+/* A copy of the file NAME in directory FROM (neither followed if a link, nor waited on if a
+ * FIFO: a regular file only) at TO in directory TO_DIR (made, not replaced), with its status
+ * (file_status.h) and times, synced: a rename that follows publishes it whole. 0, or -1 with
+ * errno (EINVAL where NAME is not a regular file). */
+int idle_copy_file(int from, const char *name, int to_dir, const char *to);
 
 /* The upper and work directories of isolated directory INDEX in STATE. */
 void idle_upper_dir(char *out, size_t size, const char *state, unsigned index);

@@ -1,9 +1,12 @@
 /* See isolation.h. */
 #include "isolation.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,10 +14,15 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "file_status.h"
 #include "pathset.h"
+#include "proc_path.h"
 #include "readset.h"
+#include "upper_complete.h"
 #include "util.h"
 
 #define DIRS_FILE "dirs"
@@ -72,6 +80,20 @@ static int write_dirs(const struct idle_isolation *iso)
     return fclose(f);
 }
 
+/* Gives REL, in the run's state, the status of isolated directory I (the one the run
+ * isolates, not a link or another put in its place since). */
+static int give_status_of(const struct idle_isolation *iso, unsigned i, const char *rel)
+{
+    int dir = idle_open_isolated(iso->dirs[i], &iso->ids[i]);
+    if (dir < 0)
+        return -1;
+    int rc = idle_dir_status_copy_at(dir, ".", iso->state_fd, rel);
+    int e = errno;
+    close(dir);
+    errno = e;
+    return rc;
+}
+
 /* The run's state: a locked directory of its own where runs keep theirs (state_dir.h), with
  * upper and work directories, and the list of directories for a recovery. */
 static int make_state(struct idle_isolation *iso, char *err, size_t errsize)
@@ -95,7 +117,12 @@ static int make_state(struct idle_isolation *iso, char *err, size_t errsize)
     const char *rel = path + strlen(iso->state) + 1; /* the same, in the run's directory */
     for (unsigned i = 0; i < iso->n; i++) {
         idle_upper_dir(path, sizeof path, iso->state, i);
-        int rc = mkdirat(iso->state_fd, rel, 0755);
+        /* The overlay shows its root with the upper directory's owner, mode and attributes:
+         * it gets the isolated directory's, so that the command sees it as it is (and a
+         * change it makes to them is found against them at the commit). */
+        int rc = mkdirat(iso->state_fd, rel, 0700);
+        if (rc == 0)
+            rc = give_status_of(iso, i, rel);
         if (rc == 0)
             idle_work_dir(path, sizeof path, iso->state, i);
         if (rc < 0 || mkdirat(iso->state_fd, rel, 0700) < 0)
@@ -126,23 +153,104 @@ int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options
     return 0;
 }
 
-int idle_isolation_enter(const struct idle_isolation *iso, const char **failed)
+/* Descriptors the command would inherit (those not closed at exec) were opened in our mount
+ * namespace, where no overlay covers the isolated directories: a path walked from a
+ * directory's, with ".." if need be, reaches the real tree wherever the directory lies, and a
+ * file open for writing in an isolated directory is written in place. Either is refused, not
+ * reopened through the overlay: the open file description is shared with whoever passed it
+ * (offset, flags, O_APPEND), and a second one would part the command's writes from theirs. */
+static int refuse_escaping_descriptors(const struct idle_isolation *iso, char *err,
+                                       size_t errsize)
 {
-    *failed = "/";
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return specx_format_error(err, errsize, "cannot list the command's descriptors: %s",
+                                  strerror(errno));
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        int fd = atoi(e->d_name), fdflags = fcntl(fd, F_GETFD), flags = fcntl(fd, F_GETFL);
+        char link[SPECX_PROC_FD_PATH_MAX], path[PATH_MAX];
+        struct stat st;
+        const char *rel;
+        if (e->d_name[0] == '.' || fd == dirfd(d) || fdflags < 0 || (fdflags & FD_CLOEXEC) ||
+            fstat(fd, &st) < 0)
+            continue;
+        specx_proc_fd_path(link, fd);
+        ssize_t len = readlink(link, path, sizeof path - 1);
+        path[len > 0 ? len : 0] = '\0';
+        bool writable = !(flags & O_PATH) && (flags & O_ACCMODE) != O_RDONLY;
+        if (S_ISDIR(st.st_mode))
+            rc = specx_format_error(err, errsize, "descriptor %d is open on the directory %s: "
+                                    "through it the command would write around --isolate "
+                                    "(close it for the command)", fd, path);
+        else if (writable &&
+                 idle_path_within(path, (char (*)[4096])iso->dirs, iso->n, &rel) >= 0)
+            rc = specx_format_error(err, errsize, "descriptor %d is open for writing on %s, "
+                                    "in an isolated directory: its writes would not be isolated "
+                                    "(redirect it elsewhere)", fd, path);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Where the command's working directory lies in an isolated directory, the directory it
+ * inherited is the one the overlay now covers, and a relative path from it would reach the
+ * real tree. It is entered again by its path (CWD, taken before the overlays were mounted),
+ * which must now lead into the overlay without a symbolic link: else the command does not
+ * start. Elsewhere it stays: paths from it cross into the overlays where they lie. */
+static int enter_cwd_again(const struct idle_isolation *iso, const char *cwd, char *err,
+                           size_t errsize)
+{
+    const char *rel;
+    if (idle_path_within(cwd, (char (*)[4096])iso->dirs, iso->n, &rel) < 0)
+        return 0;
+    struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                            .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+    int fd = (int)syscall(SYS_openat2, AT_FDCWD, cwd, &how, sizeof how);
+    struct statfs fs;
+    if (fd >= 0 && fstatfs(fd, &fs) == 0 && fs.f_type != OVERLAYFS_SUPER_MAGIC)
+        errno = EXDEV;
+    else if (fd >= 0 && fchdir(fd) == 0) {
+        close(fd);
+        return 0;
+    }
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    return specx_format_error(err, errsize, "the working directory %s cannot be entered "
+                              "through its overlay: %s", cwd, strerror(e));
+}
+
+int idle_isolation_enter(const struct idle_isolation *iso, char *err, size_t errsize)
+{
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return specx_format_error(err, errsize, "the working directory has no path (%s): "
+                                  "--isolate cannot tell whether it lies in an isolated "
+                                  "directory", strerror(errno));
+    if (refuse_escaping_descriptors(iso, err, errsize) < 0)
+        return -1;
     /* Private: the overlays are the command's alone, and nothing it mounts leaks out. */
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return -1;
+        return specx_format_error(err, errsize, "cannot isolate /: %s", strerror(errno));
     for (unsigned i = 0; i < iso->n; i++) {
         char upper[PATH_MAX], work[PATH_MAX], options[3 * PATH_MAX + 64];
         idle_upper_dir(upper, sizeof upper, iso->state, i);
         idle_work_dir(work, sizeof work, iso->state, i);
-        snprintf(options, sizeof options, "lowerdir=%s,upperdir=%s,workdir=%s", iso->dirs[i],
-                 upper, work);
-        *failed = iso->dirs[i];
+        /* Set, not left to the module's defaults, which distributions change: without
+         * metadata-only copies the upper layer holds each changed file whole; with redirects a
+         * directory of the lower layer can be renamed (without, the overlay answers EXDEV, as
+         * across file systems); with the index, every name of a file with several shows it
+         * changed once one was (the kernel turns it off where a layer has no file handles).
+         * upper_complete.h makes the upper layer whole from the last two. */
+        snprintf(options, sizeof options, "lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=on,"
+                 "metacopy=off,index=on", iso->dirs[i], upper, work);
         if (mount("overlay", iso->dirs[i], "overlay", 0, options) < 0)
-            return -1;
+            return specx_format_error(err, errsize, "cannot isolate %s: %s", iso->dirs[i],
+                                      strerror(errno));
     }
-    return 0;
+    return enter_cwd_again(iso, cwd, err, errsize);
 }
 
 void idle_isolation_drop_lock(struct idle_isolation *iso)
@@ -276,22 +384,35 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
     iso->watch_fd = -1;
     bool scanned = true;
     for (size_t d = 0; d < iso->n; d++) {
-        char upper[PATH_MAX];
+        char upper[PATH_MAX], index[PATH_MAX];
         idle_upper_dir(upper, sizeof upper, iso->state, (unsigned)d);
-        idle_pathset_sort(&iso->read[d]);
-        if (idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
+        idle_work_dir(index, sizeof index, iso->state, (unsigned)d);
+        strncat(index, "/index", sizeof index - strlen(index) - 1);
+        /* What it completes the upper layer with from DIR counts as read: it is committed as
+         * it is now. */
+        int dir = idle_open_isolated(iso->dirs[d], &iso->ids[d]);
+        if (dir < 0 || idle_upper_complete(upper, index, dir, &iso->before[d], &iso->read[d]) < 0
+            || idle_changes_scan(&iso->changes, (unsigned)d, upper, iso->dirs[d]) < 0) {
             snprintf(iso->failure, sizeof iso->failure, "cannot read the changes in %s: %s",
                      upper, strerror(errno));
             scanned = false; /* nothing is applied that was not read whole */
         }
+        if (dir >= 0)
+            close(dir);
+        idle_pathset_sort(&iso->read[d]);
     }
     if (scanned && iso->changes.n)
+        validate(iso);
+    /* What others change while the question is open counts too: validated again after a
+     * yes (the first validation spares the user a question whose answer could not count). */
+    bool agreed = !iso->conflicts.n && iso->changes.n && mode == COMMIT_ASK && user_agrees(iso);
+    if (agreed)
         validate(iso);
     if (!scanned || iso->conflicts.n)
         iso->outcome = ISOLATION_CONFLICT;
     else if (iso->changes.n == 0)
         iso->outcome = ISOLATION_UNCHANGED;
-    else if (mode == COMMIT_NEVER || (mode == COMMIT_ASK && !user_agrees(iso)))
+    else if (mode == COMMIT_NEVER || (mode == COMMIT_ASK && !agreed))
         iso->outcome = ISOLATION_DISCARDED;
     else
         commit(iso);

@@ -47,9 +47,11 @@ struct idle_isolation {
 int idle_isolation_prepare(struct idle_isolation *iso, const struct idle_options *o, char *err,
                            size_t errsize);
 
-/* In the command's process, before exec: a private mount namespace with the overlays mounted.
- * -1 with errno, and the directory that failed in *FAILED. */
-int idle_isolation_enter(const struct idle_isolation *iso, const char **failed);
+/* In the command's process, before exec: a private mount namespace with the overlays mounted,
+ * the working directory entered again through its overlay where it lies in one. Refuses a
+ * descriptor the command would inherit through which it could write around the overlays.
+ * -1 with a one-line reason in err. */
+int idle_isolation_enter(const struct idle_isolation *iso, char *err, size_t errsize);
 
 /* In the command's process, before exec: lets go of its copy of the state's lock, which must
  * be specx idle's alone (a command killed after specx idle would hold it on). */

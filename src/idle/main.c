@@ -59,11 +59,18 @@ struct idle {
 
 /* ---- the command's process, between fork and exec ---- */
 
-/* Tells our side why the command could not start, and ends. */
+/* Tells our side why the command could not start (one line), and ends. */
+static _Noreturn void child_refuse(int status_fd, int code, const char *why)
+{
+    dprintf(status_fd, "%s", why);
+    _exit(code);
+}
+
 static _Noreturn void child_fail(int status_fd, int code, const char *what, int err)
 {
-    dprintf(status_fd, "%s: %s", what, strerror(err));
-    _exit(code);
+    char why[4300];
+    snprintf(why, sizeof why, "%s: %s", what, strerror(err));
+    child_refuse(status_fd, code, why);
 }
 
 static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
@@ -84,12 +91,9 @@ static _Noreturn void run_command(struct idle *s, int status_fd, int go_fd)
         child_fail(status_fd, 1, "cannot lower the command's priority", errno);
     /* In a real shortage the background goes first (Eggert 2002 §2.3, preemptability). */
     specx_kfile_write("/proc/self/oom_score_adj", "1000\n");
-    const char *failed;
-    if (s->opt.nisolate && idle_isolation_enter(&s->isolation, &failed) < 0) {
-        char what[4200];
-        snprintf(what, sizeof what, "cannot isolate %s", failed);
-        child_fail(status_fd, 1, what, errno);
-    }
+    char why[4300];
+    if (s->opt.nisolate && idle_isolation_enter(&s->isolation, why, sizeof why) < 0)
+        child_refuse(status_fd, 1, why);
     if (s->own_mounts && unshare(CLONE_NEWNS) == 0)
         mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL);
     /* Ready: our side starts watching what the command opens, then lets it go. */
