@@ -23,4 +23,11 @@ struct slowfs_state {
 /* The operations; fuse_new() takes the state as private data. */
 extern const struct fuse_operations slowfs_operations;
 
+/* The backing descriptor of a file or directory open through the mount. */
+int passthrough_file_fd(const struct fuse_file_info *fi);
+int passthrough_dir_fd(const struct fuse_file_info *fi);
+
+/* Answers a getxattr request with TEXT (malloc'd, freed here; NULL: out of memory). */
+int slowfs_reply_text(char *text, char *value, size_t size);
+
 #endif
