@@ -315,15 +315,6 @@ static int apply_one(const struct idle_change *ch, const char *target, const cha
     return rename(tmp, target);
 }
 
-static void sync_fs_of(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        syncfs(fd);
-        close(fd);
-    }
-}
-
 int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const char *state,
                        pid_t run, char *err, size_t errsize)
 {
@@ -348,10 +339,20 @@ int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096], const c
             return specx_format_error(err, errsize, "cannot commit %s: %s", target, strerror(e));
         }
     }
-    /* The renames are durable once each directory's file system is synced (the changes of
-     * one directory are together in C): only then may the journal go. */
-    for (size_t i = 0; i < c->n; i++)
-        if (i == 0 || c->v[i].dir != c->v[i - 1].dir)
-            sync_fs_of(dirs[c->v[i].dir]);
+    /* The renames, directories made and removals are durable once the directory holding
+     * each target is synced (syncfs is not enough: FUSE does not pass it on); only then may
+     * the journal go. EINVAL: a file system that cannot sync a directory. */
+    char synced[PATH_MAX] = "";
+    for (size_t i = 0; i < c->n; i++) {
+        char parent[PATH_MAX];
+        join(parent, sizeof parent, dirs[c->v[i].dir], c->v[i].rel); /* fitted above */
+        *strrchr(parent, '/') = '\0';
+        if (strcmp(parent, synced) == 0)
+            continue;
+        if (idle_sync_dir(parent) < 0 && errno != EINVAL)
+            return specx_format_error(err, errsize, "cannot commit %s: %s", parent,
+                                      strerror(errno));
+        strcpy(synced, parent);
+    }
     return 0;
 }
