@@ -14,6 +14,7 @@ enum undo_kind {
     UNDO_REMOVE,   /* it made name[0] (a file, directory, link or node): remove it */
     UNDO_RESTORE,  /* it removed name[0], kept in the shadow as stash: move that back */
     UNDO_RENAME,   /* it renamed name[0] to name[1], replacing stash (0: nothing) */
+    UNDO_WHITEOUT_RENAME, /* the same, leaving an overlay whiteout as name[0] */
     UNDO_EXCHANGE, /* it exchanged name[0] and name[1] */
 };
 

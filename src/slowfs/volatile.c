@@ -354,6 +354,10 @@ static int undo(const struct undo_entry *e)
         return remove_at(dir_fd(e, 0), e->name[0]);
     case UNDO_RESTORE:
         return renameat2(vol.shadow_fd, s, dir_fd(e, 0), e->name[0], RENAME_NOREPLACE);
+    case UNDO_WHITEOUT_RENAME:
+        if (unlinkat(dir_fd(e, 0), e->name[0], 0) < 0)
+            return -1;
+        /* fall through */
     case UNDO_RENAME:
         if (renameat2(dir_fd(e, 1), e->name[1], dir_fd(e, 0), e->name[0], RENAME_NOREPLACE) < 0)
             return -1;
@@ -429,9 +433,11 @@ static bool gone(void) { return atomic_load(&vol.gone); }
 
 /* ---- the operations ---- */
 
+/* The root's attributes stay readable once the device is gone: the kernel checks them
+ * before it reads the control attributes below. */
 static int v_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-    return gone() ? -EIO : vol.base->getattr(path, st, fi);
+    return gone() && (fi || strcmp(path, "/") != 0) ? -EIO : vol.base->getattr(path, st, fi);
 }
 
 static int v_readlink(const char *path, char *buf, size_t size)
@@ -625,13 +631,15 @@ static int v_rename(const char *from, const char *to, unsigned int flags)
 {
     if (!begin_change())
         return -EIO;
-    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
         return end_change(-EINVAL);
-    struct undo_entry *e =
-        log_change(flags & RENAME_EXCHANGE ? UNDO_EXCHANGE : UNDO_RENAME, from, to);
+    enum undo_kind kind = flags & RENAME_EXCHANGE   ? UNDO_EXCHANGE
+                          : flags & RENAME_WHITEOUT ? UNDO_WHITEOUT_RENAME
+                                                    : UNDO_RENAME;
+    struct undo_entry *e = log_change(kind, from, to);
     if (!e)
         return end_change(-errno);
-    int ret = flags ? 0 : stash_replaced(e);
+    int ret = flags & (RENAME_NOREPLACE | RENAME_EXCHANGE) ? 0 : stash_replaced(e);
     if (ret == 0 && (ret = vol.base->rename(from, to, flags)) < 0 && e->stash)
         unstash_replaced(e);
     return end_change(logged(ret));
