@@ -142,8 +142,36 @@ int idle_sync_dir(const char *dir)
     return rc;
 }
 
+/* nftw: makes a file or directory of a run's state durable. Links and whiteouts are only
+ * entries, durable with their directory. */
+static int sync_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type != FTW_DP && !S_ISREG(st->st_mode))
+        return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc < 0 && errno != EINVAL ? -1 : 0;
+}
+
 int idle_journal_write(const char *state, const struct idle_changes *c)
 {
+    /* What the journal relies on is durable before it is: the upper layers, the list of
+     * directories, the names of the state directory and of the root that holds it. A journal
+     * that outlived them at a power cut would finish the commit with files missing or empty;
+     * one that vanished with them would leave it half done. */
+    if (nftw(state, sync_entry, 64, FTW_DEPTH | FTW_PHYS) != 0)
+        return -1;
+    char above[PATH_MAX];
+    snprintf(above, sizeof above, "%s", state);
+    for (int up = 0; up < 2; up++) {
+        *strrchr(above, '/') = '\0';
+        if (idle_sync_dir(above[0] ? above : "/") < 0)
+            return -1;
+    }
     char tmp[PATH_MAX], path[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s/" JOURNAL ".new", state);
     snprintf(path, sizeof path, "%s/" JOURNAL, state);
