@@ -1,19 +1,27 @@
 """The commit of `specx idle --isolate ... --commit auto` against power loss. The isolated
 directory lies on a slowfs mount with a volatile write cache (`--volatile-cache`): data is
 durable only once its file is synced, a name only once its directory is, and the power cut
-rolls the backing directory back to what was durable. The commit is cut after each of its
-requests in turn; after every cut each file is exactly old or exactly new (never empty, short
-or mixed), only specx's own temporary names may remain, a commit reported done is durable, and
-the next `specx idle` finishes an interrupted one."""
+rolls the backing directory back to what was durable. The power is cut after each request of
+the commit in turn (and, with specx idle's state on the same device, at points spread from
+the command's first write to the state's removal): after every cut each file is exactly old
+or exactly new (never empty, short or mixed), only specx's own temporary names may remain, a
+commit reported done is durable, and the next `specx idle --recover` leaves all files old or
+all new, with no state left.
+
+Each run happens in a mount namespace of its own (unshare -m), where the mount and, for the
+second test, a bind mount over /var/tmp are seen by nothing else. A run that fails before the
+cut (the machine is shared: a cgroup can vanish under it) is repeated."""
 import json
 import os
 import pathlib
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
-from conftest import run_specx, slowfs_mount
+from conftest import SPECX
 
 pytestmark = pytest.mark.root
 
@@ -84,81 +92,120 @@ def all_new(d):
     return {p: v for p, v in found.items() if not TEMPORARY.fullmatch(os.path.basename(p))} == NEW
 
 
-def power(mnt):
-    return json.loads(os.getxattr(mnt, "user.specx.slowfs.power"))
+def all_old_or_all_new(d):
+    return files_of(d) in (OLD, NEW)
 
 
-def commit(tmp_path, mnt):
+# Mounts slowfs over BACKING at MNT with OPTIONS; if BIND, binds MNT/vartmp over /var/tmp,
+# so that specx idle keeps its state on the device; runs specx COMMAND; if CUT, cuts the
+# power at the end unless it went during the command; unmounts whatever happens. Prints the
+# command's exit status and errors, whether the power went during it, and the counters.
+IN_NAMESPACE = """
+import json, os, subprocess, sys
+specx, backing, mnt, options, bind, command, cut = json.loads(sys.argv[1])
+power = lambda: json.loads(os.getxattr(mnt, "user.specx.slowfs.power"))
+subprocess.run([specx, "slowfs", "-d", *options, backing, mnt], check=True)
+try:
+    if bind:
+        subprocess.run(["mount", "--bind", os.path.join(mnt, "vartmp"), "/var/tmp"],
+                       check=True)
+    try:
+        proc = subprocess.run([specx, *command], capture_output=True, text=True, timeout=60)
+        went, counters = (power()["cut"], None) if cut else (False, None)
+        if cut and not went:
+            subprocess.run([specx, "slowfs", "--power-cut", mnt], check=True)
+        counters = power() if cut else None
+    finally:
+        if bind:
+            subprocess.run(["umount", "/var/tmp"], check=True)
+finally:
+    subprocess.run([specx, "slowfs", "--unmount", mnt], check=True)
+print(json.dumps([proc.returncode, proc.stderr, went, counters]))
+"""
+
+
+def on_device(tmp_path, options, command, bind, cut=False):
+    """Runs specx COMMAND with tmp_path/backing mounted at tmp_path/mnt (see IN_NAMESPACE)."""
+    (tmp_path / "mnt").mkdir(exist_ok=True)
+    args = json.dumps([str(SPECX), str(tmp_path / "backing"), str(tmp_path / "mnt"),
+                       ["--latency-ms", "0", *options], bind, [str(a) for a in command], cut])
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, "-c",
+                           IN_NAMESPACE, args], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def commit_command(tmp_path):
     """The command copies the new contents in (cp: little CPU, which it gets at idle priority
     until --within promotes it) and removes a file."""
     new = tmp_path / "new"
     if not new.exists():
         make_tree(new, NEW)
-    d = mnt / "d"
+    d = tmp_path / "mnt" / "d"
     script = f"cp -R {new}/. {d}/ && rm {' '.join(str(d / p) for p in REMOVED)}"
-    return run_specx("idle", "--within", "1s", "--isolate", d, "--commit", "auto", "--",
-                     "sh", "-c", script, timeout=60)
+    return ["idle", "--within", "1s", "--isolate", d, "--commit", "auto", "--", "sh", "-c",
+            script]
 
 
-def cut_during_commit(tmp_path, point):
-    """Mounts a fresh backing directory and cuts the power after the commit's POINT-th
-    request (or, if it makes fewer, at its end). Returns the command and the model's
-    counters."""
+def fresh_device(tmp_path):
     shutil.rmtree(tmp_path / "backing", ignore_errors=True)
-    backing = make_backing(tmp_path)
-    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "0", "--volatile-cache",
-                      "--power-cut-after", str(point)) as mnt:
-        proc = commit(tmp_path, mnt)
-        if not power(mnt)["cut"]:
-            run_specx("slowfs", "--power-cut", mnt, check=True)
-        return proc, power(mnt)
+    (make_backing(tmp_path) / "vartmp").mkdir(mode=0o1777)
 
 
-def check_cut(backing, point, proc, counters):
-    assert counters["cut"] and counters["undo_failures"] == 0, counters
-    check_old_or_new(backing / "d", point)
-    if proc.returncode == 0:
-        assert all_new(backing / "d"), f"cut after request {point}: a commit reported done " \
-            "was not durable"
-    else:
-        assert "cannot commit" in proc.stderr, proc.stderr
+def count_changes(tmp_path, bind):
+    """The requests that change something in an uncut run."""
+    fresh_device(tmp_path)
+    rc, err, went, counters = on_device(tmp_path, ["--volatile-cache"],
+                                        commit_command(tmp_path), bind, cut=True)
+    assert rc == 0 and not went and all_new(tmp_path / "backing" / "d"), err
+    return counters["changes"]
 
 
-def finish_interrupted_commit(tmp_path):
-    """The device back, the next specx idle finishes what the cut interrupted (and so leaves
-    no state behind for later runs, whatever the checks found)."""
-    with slowfs_mount(tmp_path / "backing", tmp_path / "mnt", "--latency-ms", "0"):
-        return run_specx("idle", "--recover", timeout=60)
+def cut_and_recover(tmp_path, point, bind):
+    """The run cut after its POINT-th change (or at its end), the checks of what the cut
+    left, and the recovery after it, which runs whatever the checks found, so that no state
+    outlives the test. Returns the run's exit status, or None if it failed before the cut."""
+    fresh_device(tmp_path)
+    rc, err, went, counters = on_device(
+        tmp_path, ["--volatile-cache", "--power-cut-after", str(point)],
+        commit_command(tmp_path), bind, cut=True)
+    d = tmp_path / "backing" / "d"
+    try:
+        if rc != 0 and not went:
+            return None
+        assert counters["cut"] and counters["undo_failures"] == 0, counters
+        check_old_or_new(d, point)
+        if rc == 0:
+            assert all_new(d), f"cut after request {point}: a commit reported done was lost"
+    finally:
+        recovered = on_device(tmp_path, [], ["idle", "--recover"], bind)
+    assert recovered[0] == 0, f"cut after request {point}: {recovered[1]}"
+    assert all_old_or_all_new(d), f"cut after request {point}: old and new mixed after recovery"
+    assert not os.listdir(tmp_path / "backing" / "vartmp"), \
+        f"cut after request {point}: state left on the device"
+    return rc
 
 
-def cut_points(tmp_path):
-    """Counts the requests that change something in an uncut commit; every one of them is a
-    cut point (the commit makes about a hundred), and the end of the commit one more."""
-    backing = make_backing(tmp_path)
-    with slowfs_mount(backing, tmp_path / "mnt", "--latency-ms", "0",
-                      "--volatile-cache") as mnt:
-        proc = commit(tmp_path, mnt)
-        total = power(mnt)["changes"]
-    assert proc.returncode == 0, proc.stderr
-    assert all_new(backing / "d")
-    return range(1, total + 2)
+def cut_at(tmp_path, point, bind):
+    for _ in range(3):
+        rc = cut_and_recover(tmp_path, point, bind)
+        if rc is not None:
+            return rc
+    pytest.fail(f"the run to be cut after request {point} failed before it three times")
 
 
 def test_a_commit_cut_at_any_point_leaves_every_file_old_or_new(specx, tmp_path):
-    points = cut_points(tmp_path)
-    assert len(points) >= 50
-    interrupted = 0
-    for point in points:
-        proc, counters = cut_during_commit(tmp_path, point)
-        try:
-            check_cut(tmp_path / "backing", point, proc, counters)
-        finally:
-            if proc.returncode != 0:
-                interrupted += 1
-                recovered = finish_interrupted_commit(tmp_path)
-        if proc.returncode != 0:
-            assert recovered.returncode == 0, recovered.stderr
-            assert check_old_or_new(tmp_path / "backing" / "d", point) == NEW, \
-                f"cut after request {point}: not finished"
-    # The cut fell inside the commit at all but its last points.
-    assert interrupted >= len(points) - 3
+    """Every request of the commit is a cut point (about a hundred), and its end one more."""
+    total = count_changes(tmp_path, bind=False)
+    assert total >= 50
+    interrupted = sum(cut_at(tmp_path, point, bind=False) != 0 for point in range(1, total + 2))
+    assert interrupted >= total - 2  # the cut fell inside the commit at all but its last points
+
+
+def test_a_commit_whose_state_shares_the_device_is_all_or_nothing(specx, tmp_path):
+    """specx idle's state (the upper layer, the list of directories, the journal) lies on the
+    cut device too: 60 cut points spread over the whole run, from the command's first write
+    to the removal of the state."""
+    total = count_changes(tmp_path, bind=True)
+    for point in sorted({1 + round(i * (total - 1) / 59) for i in range(60)}):
+        cut_at(tmp_path, point, bind=True)
