@@ -72,19 +72,18 @@ def files_of(d):
     return found
 
 
-def check_old_or_new(d, point):
+def check_old_or_new(d, when):
     """Every file is exactly old or new (absent counts for what did not exist or was
-    removed); what is neither may only be a temporary of the commit. Returns the files."""
+    removed); what is neither may only be a temporary of the commit."""
     found = files_of(d)
     for path in sorted(set(OLD) | set(NEW)):
         got = found.get(path)
         assert got in (OLD.get(path), NEW.get(path)), (
-            f"cut after request {point}: {path} is neither old nor new "
+            f"{when}: {path} is neither old nor new "
             f"({'absent' if got is None else f'{len(got)} bytes'})")
     strays = [p for p in found if p not in OLD and p not in NEW]
     assert all(TEMPORARY.fullmatch(os.path.basename(p)) for p in strays), (
-        f"cut after request {point}: stray entries {strays}")
-    return found
+        f"{when}: stray entries {strays}")
 
 
 def all_new(d):
@@ -157,7 +156,9 @@ def count_changes(tmp_path, bind):
     fresh_device(tmp_path)
     rc, err, went, counters = on_device(tmp_path, ["--volatile-cache"],
                                         commit_command(tmp_path), bind, cut=True)
-    assert rc == 0 and not went and all_new(tmp_path / "backing" / "d"), err
+    assert rc == 0 and not went, err
+    check_old_or_new(tmp_path / "backing" / "d", "cut after the commit")
+    assert all_new(tmp_path / "backing" / "d"), "cut after the commit: the commit was lost"
     return counters["changes"]
 
 
@@ -174,7 +175,7 @@ def cut_and_recover(tmp_path, point, bind):
         if rc != 0 and not went:
             return None
         assert counters["cut"] and counters["undo_failures"] == 0, counters
-        check_old_or_new(d, point)
+        check_old_or_new(d, f"cut after request {point}")
         if rc == 0:
             assert all_new(d), f"cut after request {point}: a commit reported done was lost"
     finally:
