@@ -130,10 +130,80 @@ void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[40
         fprintf(out, "  ... and %zu more\n", c->n - limit);
 }
 
+/* ---- durability ---- */
+
+/* Makes what FD is durable: a file's data, a directory's entries. EINVAL: a file system that
+ * cannot sync it, where there is nothing more to do. */
+static int make_durable(int fd)
+{
+    return fsync(fd) < 0 && errno != EINVAL ? -1 : 0;
+}
+
+static int make_tree_durable(int dir);
+
+/* make_tree_durable for entry NAME of DIR: a regular file, or a directory and all below it. */
+static int make_entry_durable(int dir, const char *name, bool is_dir)
+{
+    /* O_NONBLOCK: no wait on a FIFO put in the file's place meanwhile. */
+    int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                    (is_dir ? O_DIRECTORY : 0));
+    if (fd < 0)
+        return -1;
+    int rc = is_dir ? make_tree_durable(fd) : make_durable(fd);
+    close(fd);
+    return rc;
+}
+
+/* Makes the regular files and directories below directory DIR durable, depth first, then DIR
+ * itself. Symbolic links, whiteouts and the like are only entries, durable with their
+ * directory; no link is followed. */
+static int make_tree_durable(int dir)
+{
+    int list = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = list >= 0 ? fdopendir(list) : NULL;
+    if (!d) {
+        if (list >= 0)
+            close(list);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            rc = -1;
+        else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+            rc = make_entry_durable(dir, e->d_name, S_ISDIR(st.st_mode));
+    }
+    closedir(d);
+    return rc < 0 ? -1 : make_durable(dir);
+}
+
+/* Makes the run's state STATE_FD durable, and its name: everything below it, it, and the runs'
+ * state directory that holds it (state_dir.c made the directories above durable). */
+static int make_state_durable(int state_fd)
+{
+    if (make_tree_durable(state_fd) < 0)
+        return -1;
+    int root = openat(state_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = root < 0 ? -1 : make_durable(root);
+    if (root >= 0)
+        close(root);
+    return rc;
+}
+
 /* ---- the journal ---- */
 
 int idle_journal_write(int state_fd, const struct idle_changes *c)
 {
+    /* What the journal relies on is durable before it is: the upper layers and the list of
+     * directories, and the names that lead to them. A journal that outlived them at a power
+     * cut would finish the commit with files missing or empty; one that vanished with them
+     * would leave it half done. */
+    if (make_state_durable(state_fd) < 0)
+        return -1;
     int fd = openat(state_fd, JOURNAL ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
                     O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -255,7 +325,7 @@ int idle_copy_file(int from, const char *name, int to_dir, const char *to)
 }
 
 /* What is in directory NAME of TO but not in its upper counterpart (NAME in FROM) goes: the
- * command emptied it. */
+ * command emptied it. The removals are durable once NAME is synced, as it is here. */
 static int clear_dir(int from, int to, const char *name)
 {
     int dir = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -279,9 +349,10 @@ static int clear_dir(int from, int to, const char *name)
         if (fstatat(upper, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || is_whiteout(&st))
             idle_remove_tree_at(dir, e->d_name);
     }
+    int rc = make_durable(dir);
     closedir(d);
     close(upper);
-    return 0;
+    return rc;
 }
 
 /* The upper file NAME in FROM is of TYPE (S_IFREG, ...); its status in *ST. */
@@ -391,11 +462,23 @@ static void close_all(int a, int b, int c)
     errno = e;
 }
 
+/* CH and NEXT change entries of one directory: of the same isolated directory, and the same
+ * path up to REL's last '/' (none for an entry of the isolated directory, and for REL "", its
+ * own status). */
+static bool same_parent(const struct idle_change *ch, const struct idle_change *next)
+{
+    const char *a = strrchr(ch->rel, '/'), *b = strrchr(next->rel, '/');
+    size_t la = a ? (size_t)(a - ch->rel) : 0, lb = b ? (size_t)(b - next->rel) : 0;
+    return ch->dir == next->dir && la == lb && memcmp(ch->rel, next->rel, la) == 0;
+}
+
 /* Applies change number I, CH, from the upper directory UPPER to the isolated one TARGET; SAME
  * is the earlier change whose upper file is CH's (NULL: none). Each path, below each
- * directory, is reached without following links: no entry leads out of either. */
+ * directory, is reached without following links: no entry leads out of either. Where SYNC,
+ * the directory that holds CH's target is synced after it (syncfs would not do: FUSE does
+ * not pass it on to its server). */
 static int apply_change(const struct idle_change *ch, size_t i, const struct idle_change *same,
-                        int upper, int target, const char *run)
+                        int upper, int target, const char *run, bool sync)
 {
     const char *name;
     char tmp[NAME_MAX + 1];
@@ -414,6 +497,8 @@ static int apply_change(const struct idle_change *ch, size_t i, const struct idl
     if (to >= 0 && (!same || linked.dir >= 0)) {
         unlinkat(to, tmp, 0); /* left by an application that was interrupted */
         rc = apply_one(ch, from, to, name, tmp, same ? &linked : NULL);
+        if (rc == 0 && sync)
+            rc = make_durable(to);
         if (rc < 0) {
             int e = errno;
             unlinkat(to, tmp, 0);
@@ -445,12 +530,8 @@ static void close_dir_pair(int *upper, int *target)
 {
     if (*upper >= 0)
         close(*upper);
-    if (*target >= 0) {
-        /* The renames are durable once the directory's file system is synced: only then
-         * may the journal go. */
-        syncfs(*target);
+    if (*target >= 0)
         close(*target);
-    }
     *upper = *target = -1;
 }
 
@@ -548,7 +629,11 @@ int idle_changes_apply(const struct idle_changes *c, char (*dirs)[4096],
             }
         }
         const struct idle_change *same = first[i] != i ? &c->v[first[i]] : NULL;
-        if (apply_change(ch, i, same, upper, target, run) < 0)
+        /* A change is durable once the directory holding its target is synced, and only then
+         * may the journal go: the directory is synced after the last of a row of changes to
+         * it. */
+        bool last_there = i + 1 == c->n || !same_parent(ch, &c->v[i + 1]);
+        if (apply_change(ch, i, same, upper, target, run, last_there) < 0)
             rc = specx_format_error(err, errsize, "cannot commit %s/%s: %s", dirs[ch->dir],
                                     ch->rel, strerror(errno));
     }

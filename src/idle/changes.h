@@ -39,7 +39,8 @@ void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[40
                         size_t limit);
 
 /* Makes the journal of C durable in the run's state directory STATE_FD (written aside,
- * synced, renamed into place). */
+ * synced, renamed into place), once all of that state and its name are durable: the journal
+ * refers to them. */
 int idle_journal_write(int state_fd, const struct idle_changes *c);
 /* Reads the journal in STATE_FD into C: 0; -1 with ENOENT if there is none, EINVAL if it does
  * not check out (an entry that is not a known change to a path by plain names below one of

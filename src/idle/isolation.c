@@ -360,9 +360,7 @@ static bool user_agrees(const struct idle_isolation *iso)
 
 static void commit(struct idle_isolation *iso)
 {
-    /* The upper layer's files and the list of directories reach the disk before the journal
-     * that a recovery after a power cut would finish from them. */
-    if (syncfs(iso->state_fd) < 0 || idle_journal_write(iso->state_fd, &iso->changes) < 0) {
+    if (idle_journal_write(iso->state_fd, &iso->changes) < 0) {
         snprintf(iso->failure, sizeof iso->failure, "cannot write the commit's journal in %s: %s",
                  iso->state, strerror(errno));
         iso->outcome = ISOLATION_INCOMPLETE;

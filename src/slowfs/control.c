@@ -14,6 +14,7 @@
 
 #include "passthrough.h"
 #include "util.h"
+#include "volatile.h"
 
 /* Most a server's answer can be: the kernel's limit for an extended attribute. */
 #define STATS_MAX 65536
@@ -100,5 +101,23 @@ int control_unmount(const char *mountpoint)
         return 1;
     }
     wait_exit(pid, 10000);
+    return 0;
+}
+
+int control_power_cut(const char *mountpoint)
+{
+    char *counters = read_stats(mountpoint, SLOWFS_POWER_XATTR);
+    if (!counters) {
+        if (errno == ENODATA || errno == ENOTSUP)
+            specx_warn("'%s' is not a slowfs mount with --volatile-cache", mountpoint);
+        else
+            report_not_slowfs(mountpoint);
+        return 1;
+    }
+    free(counters);
+    if (setxattr(mountpoint, SLOWFS_POWER_CUT_XATTR, "1", 1, 0) < 0) {
+        specx_warn("cannot cut the power of '%s': %s", mountpoint, strerror(errno));
+        return 1;
+    }
     return 0;
 }

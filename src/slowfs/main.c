@@ -1,5 +1,5 @@
 /* specx slowfs: mount a backing directory through an emulated slow storage device, and the
- * --stats and --unmount commands that talk to a running one. */
+ * --stats, --unmount and --power-cut commands that talk to a running one. */
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include "options.h"
 #include "passthrough.h"
 #include "util.h"
+#include "volatile.h"
 
 /* Nice value of the server's threads: well ahead of ordinary programs, not real-time. */
 #define SERVER_NICE -10
@@ -88,15 +89,21 @@ static int mount_and_serve(const struct slowfs_options *o)
      * Threads inherit the nice value of the thread that creates them. */
     setpriority(PRIO_PROCESS, 0, SERVER_NICE);
 
+    const struct fuse_operations *ops = slowfs_operations_for(o->count_flushes);
+    if (o->volatile_cache && !(ops = volatile_start(&st, ops, o->power_cut_after, err,
+                                                    sizeof err)))
+        specx_die(1, "%s", err);
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     build_fuse_args(&args, backing);
-    const struct fuse_operations *ops = slowfs_operations_for(o->count_flushes);
     struct fuse *f = fuse_new(&args, ops, sizeof *ops, &st);
     fuse_opt_free_args(&args);
-    if (!f)
+    if (!f) {
+        volatile_stop();
         specx_die(1, "cannot set up the file system");
+    }
     if (fuse_mount(f, mountpoint) != 0) {
         fuse_destroy(f);
+        volatile_stop();
         specx_die(1, "cannot mount '%s'", o->mountpoint);
     }
     /* With -d the parent exits only now, once the mount is live, so scripts can use it. */
@@ -104,12 +111,14 @@ static int mount_and_serve(const struct slowfs_options *o)
         fuse_set_signal_handlers(fuse_get_session(f)) != 0) {
         fuse_unmount(f);
         fuse_destroy(f);
+        volatile_stop();
         specx_die(1, "cannot start serving '%s'", o->mountpoint);
     }
     int ret = serve(f, st.max_background + SPARE_THREADS);
     fuse_remove_signal_handlers(fuse_get_session(f));
     fuse_unmount(f);
     fuse_destroy(f);
+    volatile_stop();
     device_free(st.device);
     close(st.backing_fd);
     /* libfuse reports an exit by signal as the signal's number: a clean, asked-for end. */
@@ -134,6 +143,8 @@ int main(int argc, char **argv)
         return control_stats(o.mountpoint, o.json);
     case ACTION_UNMOUNT:
         return control_unmount(o.mountpoint);
+    case ACTION_POWER_CUT:
+        return control_power_cut(o.mountpoint);
     case ACTION_MOUNT:
         break;
     }

@@ -11,7 +11,7 @@
 enum {
     OPT_DISKS = 256, OPT_PLACEMENT, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
     OPT_NO_PRIORITY, OPT_MODEL_WRITES, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
-    OPT_COUNT_FLUSHES,
+    OPT_COUNT_FLUSHES, OPT_VOLATILE_CACHE, OPT_POWER_CUT_AFTER, OPT_POWER_CUT,
 };
 
 static const struct option long_options[] = {
@@ -27,6 +27,9 @@ static const struct option long_options[] = {
     { "no-priority", no_argument, NULL, OPT_NO_PRIORITY },
     { "model-writes", no_argument, NULL, OPT_MODEL_WRITES },
     { "seed", required_argument, NULL, OPT_SEED },
+    { "volatile-cache", no_argument, NULL, OPT_VOLATILE_CACHE },
+    { "power-cut-after", required_argument, NULL, OPT_POWER_CUT_AFTER },
+    { "power-cut", no_argument, NULL, OPT_POWER_CUT },
     { "daemon", no_argument, NULL, 'd' },
     { "count-flushes", no_argument, NULL, OPT_COUNT_FLUSHES },
     { "stats", no_argument, NULL, OPT_STATS },
@@ -45,6 +48,7 @@ void options_usage(FILE *out)
         "Usage: specx slowfs [OPTIONS] BACKING_DIR MOUNTPOINT\n"
         "       specx slowfs --stats MOUNTPOINT [--json]\n"
         "       specx slowfs --unmount MOUNTPOINT\n"
+        "       specx slowfs --power-cut MOUNTPOINT\n"
         "\n"
         "Mount BACKING_DIR at MOUNTPOINT through an emulated slow storage device:\n"
         "striped disks with access latency, bandwidth, a shared bus, and an idle\n"
@@ -65,6 +69,11 @@ void options_usage(FILE *out)
         "      --model-writes           writes take disk time as reads of their range do\n"
         "                               (default: they cost nothing, only counted)\n"
         "      --seed N                 seed of the latency jitter\n"
+        "      --volatile-cache         a write cache that a power cut empties: data is\n"
+        "                               durable once its file is synced, a name once its\n"
+        "                               directory is\n"
+        "      --power-cut-after N      with --volatile-cache: cut the power after the N-th\n"
+        "                               request that changes something\n"
         "\n"
         "Running:\n"
         "  -d, --daemon                 return once mounted and serve in the background\n"
@@ -72,6 +81,7 @@ void options_usage(FILE *out)
         "                               and writes, per file (xattr user.specx.slowfs.file)\n"
         "      --stats MOUNTPOINT       print the device's statistics (--json for JSON)\n"
         "      --unmount MOUNTPOINT     unmount and wait for the server to exit\n"
+        "      --power-cut MOUNTPOINT   cut the power of a --volatile-cache mount now\n"
         "  -h, --help                   show this help\n"
         "  -V, --version                show the version\n"
         "\n"
@@ -176,7 +186,8 @@ static int set_action(struct slowfs_options *out, enum slowfs_action action, cha
                       size_t errsize)
 {
     if (out->action != ACTION_MOUNT && out->action != action)
-        return specx_format_error(err, errsize, "--stats and --unmount cannot be combined");
+        return specx_format_error(err, errsize,
+                                  "--stats, --unmount and --power-cut cannot be combined");
     out->action = action;
     return 0;
 }
@@ -225,6 +236,17 @@ int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, 
             if (set_action(out, ACTION_UNMOUNT, err, errsize))
                 return -1;
             break;
+        case OPT_POWER_CUT:
+            if (set_action(out, ACTION_POWER_CUT, err, errsize))
+                return -1;
+            break;
+        case OPT_VOLATILE_CACHE: out->volatile_cache = true; break;
+        case OPT_POWER_CUT_AFTER:
+            if (!specx_parse_u64(optarg, 1, UINT64_MAX, &out->power_cut_after))
+                return specx_format_error(err, errsize,
+                                          "invalid --power-cut-after '%s' (a positive integer)",
+                                          optarg);
+            break;
         case ':':
             return specx_format_error(err, errsize, "option '%s' needs a value", argv[optind - 1]);
         case '?':
@@ -250,5 +272,7 @@ int options_parse(int argc, char **argv, struct slowfs_options *out, char *err, 
     }
     out->device = p->config;
     apply_overrides(&out->device, &o);
+    if (out->power_cut_after && !out->volatile_cache)
+        return specx_format_error(err, errsize, "--power-cut-after needs --volatile-cache");
     return check_operands(out, argc - optind, argv + optind, err, errsize);
 }

@@ -4,11 +4,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "presets.h"
 
-enum slowfs_action { ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT, ACTION_HELP, ACTION_VERSION };
+enum slowfs_action {
+    ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT, ACTION_POWER_CUT, ACTION_HELP, ACTION_VERSION
+};
 
 struct slowfs_options {
     enum slowfs_action action;
@@ -17,8 +20,10 @@ struct slowfs_options {
     bool daemonize;              /* -d: return once mounted, serve in the background */
     bool json;                   /* --stats: JSON instead of a table */
     bool count_flushes;          /* answer FLUSH and count it per file (file_counts.h) */
+    bool volatile_cache;         /* volatile.h: a write cache that a power cut empties */
+    uint64_t power_cut_after;    /* cut after this many changing requests; 0: on demand */
     const char *backing;         /* ACTION_MOUNT */
-    const char *mountpoint;      /* ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT */
+    const char *mountpoint;      /* every action but help and version */
 };
 
 /* Parses argv (getopt_long; argv may be permuted). On bad input returns -1 and writes a

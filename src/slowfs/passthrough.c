@@ -348,8 +348,8 @@ static int sf_setxattr(const char *path, const char *name, const char *value, si
     return ret ? ret : neg_errno(lsetxattr(full, name, value, size, flags));
 }
 
-/* Answers a stats request: size 0 asks for the length, as getxattr(2) does. */
-static int reply_stats(char *text, char *value, size_t size)
+/* Answers with TEXT (freed): size 0 asks for the length, as getxattr(2) does. */
+int slowfs_reply_text(char *text, char *value, size_t size)
 {
     if (!text)
         return -ENOMEM;
@@ -368,14 +368,14 @@ static int reply_stats(char *text, char *value, size_t size)
 static int sf_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     if (strcmp(path, "/") == 0 && strcmp(name, SLOWFS_STATS_XATTR) == 0)
-        return reply_stats(device_stats_json(state()->device), value, size);
+        return slowfs_reply_text(device_stats_json(state()->device), value, size);
     if (strcmp(path, "/") == 0 && strcmp(name, SLOWFS_TABLE_XATTR) == 0)
-        return reply_stats(device_stats_table(state()->device), value, size);
+        return slowfs_reply_text(device_stats_table(state()->device), value, size);
     struct stat st;
     if (state()->count_flushes && strcmp(name, SLOWFS_FILE_XATTR) == 0)
         return fstatat(state()->backing_fd, rel(path), &st, AT_SYMLINK_NOFOLLOW) < 0
                    ? -errno
-                   : reply_stats(file_counts_json(st.st_ino), value, size);
+                   : slowfs_reply_text(file_counts_json(st.st_ino), value, size);
     char full[PATH_MAX];
     int ret = backing_path(path, full, sizeof full);
     if (ret)
@@ -488,6 +488,10 @@ static off_t sf_lseek(const char *path, off_t off, int whence, struct fuse_file_
     off_t ret = lseek(file_of(fi)->fd, off, whence);
     return ret < 0 ? -errno : ret;
 }
+
+int passthrough_file_fd(const struct fuse_file_info *fi) { return file_of(fi)->fd; }
+
+int passthrough_dir_fd(const struct fuse_file_info *fi) { return dirfd(dir_of(fi)->dir); }
 
 static const struct fuse_operations slowfs_operations = {
     .init = sf_init,

@@ -27,4 +27,11 @@ struct slowfs_state {
  * answered and counted per file (file_counts.h); without, the kernel stops sending it. */
 const struct fuse_operations *slowfs_operations_for(bool count_flushes);
 
+/* The backing descriptor of a file or directory open through the mount. */
+int passthrough_file_fd(const struct fuse_file_info *fi);
+int passthrough_dir_fd(const struct fuse_file_info *fi);
+
+/* Answers a getxattr request with TEXT (malloc'd, freed here; NULL: out of memory). */
+int slowfs_reply_text(char *text, char *value, size_t size);
+
 #endif

@@ -138,6 +138,23 @@ static void test_operands_and_actions(void)
     CHECK(PARSE(&o, "-V") == 0 && o.action == ACTION_VERSION);
 }
 
+static void test_volatile_cache(void)
+{
+    struct slowfs_options o;
+    CHECK(PARSE(&o, "/b", "/m") == 0 && !o.volatile_cache && o.power_cut_after == 0);
+    CHECK(PARSE(&o, "--volatile-cache", "/b", "/m") == 0);
+    CHECK(o.volatile_cache && o.power_cut_after == 0 && o.action == ACTION_MOUNT);
+    CHECK(PARSE(&o, "--power-cut-after", "40", "--volatile-cache", "/b", "/m") == 0);
+    CHECK(o.volatile_cache && o.power_cut_after == 40);
+    CHECK(PARSE(&o, "--power-cut-after", "40", "/b", "/m") == -1 &&
+          strstr(err, "needs --volatile-cache"));
+    CHECK(PARSE(&o, "--volatile-cache", "--power-cut-after", "0", "/b", "/m") == -1 &&
+          strstr(err, "--power-cut-after"));
+    CHECK(PARSE(&o, "--power-cut", "/m") == 0 && o.action == ACTION_POWER_CUT &&
+          strcmp(o.mountpoint, "/m") == 0);
+    CHECK(PARSE(&o, "--power-cut", "/m", "--unmount", "/m") == -1);
+}
+
 int main(void)
 {
     specx_set_progname("specx slowfs");
@@ -148,5 +165,6 @@ int main(void)
     test_unknown_preset_lists_valid_ones();
     test_nonsense_numbers();
     test_operands_and_actions();
+    test_volatile_cache();
     return check_status();
 }
