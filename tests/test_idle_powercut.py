@@ -9,7 +9,8 @@ commit reported done is durable, and the next `specx idle --recover` leaves all 
 all new, with no state left.
 
 Each run happens in a mount namespace of its own (unshare -m), where the mount and, for the
-second test, a bind mount over /var/tmp are seen by nothing else. A run that fails before the
+second test, a bind mount over /var/lib (where root's runs keep their state) are seen by
+nothing else. A run that fails before the
 cut (the machine is shared: a cgroup can vanish under it) is repeated."""
 import json
 import os
@@ -34,7 +35,7 @@ MADE = {"n1": 700, "sub/n2": 12_000, "newdir/x": 50, "newdir/deeper/y": 9000}
 REMOVED = ["gone"]
 
 # The temporary name specx idle's commit gives a file beside its target (src/idle/changes.c).
-TEMPORARY = re.compile(r"\.specx-idle-\d+-\d+")
+TEMPORARY = re.compile(r"\.specx-idle-\d+(-\d+)?-\d+")
 
 
 def content(tag, path, size):
@@ -95,8 +96,8 @@ def all_old_or_all_new(d):
     return files_of(d) in (OLD, NEW)
 
 
-# Mounts slowfs over BACKING at MNT with OPTIONS; if BIND, binds MNT/vartmp over /var/tmp,
-# so that specx idle keeps its state on the device; runs specx COMMAND; if CUT, cuts the
+# Mounts slowfs over BACKING at MNT with OPTIONS; if BIND, binds MNT/varlib over /var/lib,
+# so that specx idle keeps its state (/var/lib/specx/idle) on the device; runs specx COMMAND; if CUT, cuts the
 # power at the end unless it went during the command; unmounts whatever happens. Prints the
 # command's exit status and errors, whether the power went during it, and the counters.
 IN_NAMESPACE = """
@@ -106,7 +107,7 @@ power = lambda: json.loads(os.getxattr(mnt, "user.specx.slowfs.power"))
 subprocess.run([specx, "slowfs", "-d", *options, backing, mnt], check=True)
 try:
     if bind:
-        subprocess.run(["mount", "--bind", os.path.join(mnt, "vartmp"), "/var/tmp"],
+        subprocess.run(["mount", "--bind", os.path.join(mnt, "varlib"), "/var/lib"],
                        check=True)
     try:
         proc = subprocess.run([specx, *command], capture_output=True, text=True, timeout=60)
@@ -116,7 +117,7 @@ try:
         counters = power() if cut else None
     finally:
         if bind:
-            subprocess.run(["umount", "/var/tmp"], check=True)
+            subprocess.run(["umount", "/var/lib"], check=True)
 finally:
     subprocess.run([specx, "slowfs", "--unmount", mnt], check=True)
 print(json.dumps([proc.returncode, proc.stderr, went, counters]))
@@ -147,8 +148,18 @@ def commit_command(tmp_path):
 
 
 def fresh_device(tmp_path):
+    """The backing directory, with the place for specx idle's state: root's and writable by
+    nobody else, as specx requires of /var/lib."""
     shutil.rmtree(tmp_path / "backing", ignore_errors=True)
-    (make_backing(tmp_path) / "vartmp").mkdir(mode=0o1777)
+    varlib = make_backing(tmp_path) / "varlib"
+    varlib.mkdir()
+    varlib.chmod(0o755)
+
+
+def runs_left(tmp_path):
+    """The runs' states that specx idle left on the device."""
+    runs = tmp_path / "backing" / "varlib" / "specx" / "idle"
+    return os.listdir(runs) if runs.exists() else []
 
 
 def count_changes(tmp_path, bind):
@@ -182,8 +193,7 @@ def cut_and_recover(tmp_path, point, bind):
         recovered = on_device(tmp_path, [], ["idle", "--recover"], bind)
     assert recovered[0] == 0, f"cut after request {point}: {recovered[1]}"
     assert all_old_or_all_new(d), f"cut after request {point}: old and new mixed after recovery"
-    assert not os.listdir(tmp_path / "backing" / "vartmp"), \
-        f"cut after request {point}: state left on the device"
+    assert not runs_left(tmp_path), f"cut after request {point}: state left on the device"
     return rc
 
 

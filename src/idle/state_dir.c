@@ -55,11 +55,14 @@ static int check_dir(int fd, const char *path, bool first, bool last, char *err,
     return 0;
 }
 
-/* Opens NAME in directory AT (PATH), making it first where MAKE: a link there is refused. */
+/* Opens NAME in directory AT (PATH), making it first where MAKE: a link there is refused. A
+ * directory made is durable in AT at once (EINVAL: a file system that cannot sync one): the
+ * journal of a commit below it must outlive a power cut. */
 static int open_component(int at, const char *name, const char *path, bool make, char *err,
                           size_t errsize)
 {
-    if (make && mkdirat(at, name, 0700) < 0 && errno != EEXIST)
+    bool made = make && mkdirat(at, name, 0700) == 0;
+    if ((make && !made && errno != EEXIST) || (made && fsync(at) < 0 && errno != EINVAL))
         return specx_format_error(err, errsize, "cannot make %s: %s", path, strerror(errno));
     int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0 || errno == ENOENT) {
