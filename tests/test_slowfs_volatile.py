@@ -110,3 +110,16 @@ def test_power_cut_needs_a_volatile_mount(tmp_path, backing):
     proc = run_specx("slowfs", "--power-cut-after", "3", backing, tmp_path / "mnt")
     assert proc.returncode == 2
     assert proc.stderr == "specx slowfs: --power-cut-after needs --volatile-cache\n"
+
+
+def test_after_a_cut_even_the_close_of_a_counted_file_fails(tmp_path, backing):
+    """With --count-flushes the mount answers FLUSH (one per close): past the cut it fails
+    like every other request, rather than being counted on a device that is gone."""
+    with slowfs_mount(backing, tmp_path / "mnt", *VOLATILE, "--count-flushes") as mnt:
+        fd = os.open(mnt / "d" / "kept", os.O_RDONLY)
+        try:
+            run_specx("slowfs", "--power-cut", mnt, check=True)
+        finally:
+            with pytest.raises(OSError) as e:
+                os.close(fd)
+        assert e.value.errno == errno.EIO

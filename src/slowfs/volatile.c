@@ -482,6 +482,11 @@ static off_t v_lseek(const char *path, off_t off, int whence, struct fuse_file_i
     return gone() ? -EIO : vol.base->lseek(path, off, whence, fi);
 }
 
+static int v_flush(const char *path, struct fuse_file_info *fi)
+{
+    return gone() ? -EIO : vol.base->flush(path, fi);
+}
+
 /* The control attributes of the root answer even once the device is gone: --unmount reads
  * the statistics to find the server. */
 static bool is_control(const char *path, const char *name)
@@ -733,36 +738,45 @@ const struct fuse_operations *volatile_start(const struct slowfs_state *state,
         return NULL;
     }
     raise_open_files_limit();
-    operations = *base;
-    operations.getattr = v_getattr;
-    operations.readlink = v_readlink;
-    operations.mknod = v_mknod;
-    operations.mkdir = v_mkdir;
-    operations.unlink = v_unlink;
-    operations.rmdir = v_rmdir;
-    operations.symlink = v_symlink;
-    operations.rename = v_rename;
-    operations.link = v_link;
-    operations.chmod = v_chmod;
-    operations.chown = v_chown;
-    operations.truncate = v_truncate;
-    operations.utimens = v_utimens;
-    operations.open = v_open;
-    operations.create = v_create;
-    operations.read = v_read;
-    operations.write = v_write;
-    operations.statfs = v_statfs;
-    operations.fsync = v_fsync;
-    operations.setxattr = v_setxattr;
-    operations.getxattr = v_getxattr;
-    operations.listxattr = v_listxattr;
-    operations.removexattr = v_removexattr;
-    operations.opendir = v_opendir;
-    operations.readdir = v_readdir;
-    operations.fsyncdir = v_fsyncdir;
-    operations.access = v_access;
-    operations.fallocate = v_fallocate;
-    operations.lseek = v_lseek;
+    /* Made from nothing, not copied from BASE: an operation of BASE's that is not named here
+     * is not served at all, rather than served past the cut. Releasing a descriptor is the
+     * one thing still done once the device is gone (the kernel ignores its answer); FLUSH is
+     * answered only where BASE answers it (the kernel stops sending it otherwise). */
+    operations = (struct fuse_operations){
+        .init = base->init,
+        .release = base->release,
+        .releasedir = base->releasedir,
+        .flush = base->flush ? v_flush : NULL,
+        .getattr = v_getattr,
+        .readlink = v_readlink,
+        .mknod = v_mknod,
+        .mkdir = v_mkdir,
+        .unlink = v_unlink,
+        .rmdir = v_rmdir,
+        .symlink = v_symlink,
+        .rename = v_rename,
+        .link = v_link,
+        .chmod = v_chmod,
+        .chown = v_chown,
+        .truncate = v_truncate,
+        .utimens = v_utimens,
+        .open = v_open,
+        .create = v_create,
+        .read = v_read,
+        .write = v_write,
+        .statfs = v_statfs,
+        .fsync = v_fsync,
+        .setxattr = v_setxattr,
+        .getxattr = v_getxattr,
+        .listxattr = v_listxattr,
+        .removexattr = v_removexattr,
+        .opendir = v_opendir,
+        .readdir = v_readdir,
+        .fsyncdir = v_fsyncdir,
+        .access = v_access,
+        .fallocate = v_fallocate,
+        .lseek = v_lseek,
+    };
     return &operations;
 }
 
