@@ -134,14 +134,9 @@ void idle_changes_print(FILE *out, const struct idle_changes *c, char (*dirs)[40
 
 int idle_journal_write(int state_fd, const struct idle_changes *c)
 {
-    int fd = openat(state_fd, JOURNAL ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-                    O_CLOEXEC, 0600);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    FILE *f = idle_create_at(state_fd, JOURNAL ".new", O_TRUNC);
+    if (!f)
         return -1;
-    }
     fputs(JOURNAL_MAGIC, f);
     for (size_t i = 0; i < c->n; i++)
         fprintf(f, "%c %u %zu %s\n", c->v[i].type, c->v[i].dir, strlen(c->v[i].rel),
