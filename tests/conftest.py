@@ -38,7 +38,14 @@ def pytest_collection_modifyitems(config, items):
 def busy_machine():
     """SPECX_TEST_BUSY=N: N busy loops at normal priority for the whole session, so that a test
     that depends on an idle-priority process getting CPU fails here rather than on CI."""
-    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(BUSY)]
+    with cpu_bound(BUSY):
+        yield
+
+
+@contextlib.contextmanager
+def cpu_bound(n):
+    """N CPU-bound processes at normal priority while the block runs."""
+    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
     try:
         yield
     finally:

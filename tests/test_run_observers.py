@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, SPECX, all_cold_but, copies_get_cpu, slowfs_mount
+from conftest import BUILD, SPECX, all_cold_but, copies_get_cpu, cpu_bound, slowfs_mount
 
 OBSERVED = BUILD / "tests" / "safety" / "observed"
 OBSERVED_STATIC = BUILD / "tests" / "safety" / "observed-static"
@@ -41,13 +41,8 @@ def program(mechanism):
 
 @pytest.fixture
 def busy_loops():
-    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
-    try:
+    with cpu_bound(2):
         yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
 
 
 @pytest.fixture

@@ -112,3 +112,15 @@ void idle_remove_tree_at(int dirfd, const char *name)
     empty_dir(fd);
     unlinkat(dirfd, name, AT_REMOVEDIR);
 }
+
+FILE *idle_create_at(int dirfd, const char *name, int flags)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}

@@ -204,14 +204,9 @@ int idle_journal_write(int state_fd, const struct idle_changes *c)
      * would leave it half done. */
     if (make_state_durable(state_fd) < 0)
         return -1;
-    int fd = openat(state_fd, JOURNAL ".new", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-                    O_CLOEXEC, 0600);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    FILE *f = idle_create_at(state_fd, JOURNAL ".new", O_TRUNC);
+    if (!f)
         return -1;
-    }
     fputs(JOURNAL_MAGIC, f);
     for (size_t i = 0; i < c->n; i++)
         fprintf(f, "%c %u %zu %s\n", c->v[i].type, c->v[i].dir, strlen(c->v[i].rel),

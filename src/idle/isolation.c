@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "beneath.h"
 #include "file_status.h"
 #include "pathset.h"
 #include "proc_path.h"
@@ -66,14 +67,9 @@ static int check_dirs(struct idle_isolation *iso, const struct idle_options *o, 
  * by read_dirs. */
 static int write_dirs(const struct idle_isolation *iso)
 {
-    int fd = openat(iso->state_fd, DIRS_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                    O_CLOEXEC, 0600);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    FILE *f = idle_create_at(iso->state_fd, DIRS_FILE, O_EXCL);
+    if (!f)
         return -1;
-    }
     for (size_t i = 0; i < iso->n; i++)
         fprintf(f, "%ju %ju %zu %s\n", (uintmax_t)iso->ids[i].dev, (uintmax_t)iso->ids[i].ino,
                 strlen(iso->dirs[i]), iso->dirs[i]);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "proc_path.h"
 #include "residency.h"
 #include "util.h"
 
@@ -23,27 +24,32 @@
  * be reading it: each works on a copy taken under this lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* PATH opened for reading without touching its access time (the job's files must look as
- * they would without specx share), or -1. */
-static int open_quietly(const char *path)
+/* The file PATH_FD names (an O_PATH descriptor) opened for reading without touching its access
+ * time (the job's files must look as they would without specx share), or -1. */
+static int open_quietly(int path_fd)
 {
+    char path[SPECX_PROC_FD_PATH_MAX];
+    specx_proc_fd_path(path, path_fd);
     int fd = open(path, O_RDONLY | O_NOATIME | O_CLOEXEC);
     if (fd < 0 && errno == EPERM)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     return fd;
 }
 
-/* The file at PATH, open, if it is still the regular file DEV/INO and not empty; its stat in ST. */
+/* The file at PATH (a job's /proc/PID/fd/N or map_files link), open, if it is still the regular
+ * file DEV/INO and not empty; its stat in ST. The job may have put something else there since
+ * it was last looked at: it is looked at through O_PATH, which opens nothing, so that a FIFO
+ * or a device in its place is never opened (which could block, or act) by specx share. */
 static int open_checked(const char *path, dev_t dev, ino_t ino, struct stat *st)
 {
-    int fd = open_quietly(path);
-    if (fd < 0)
+    int path_fd = open(path, O_PATH | O_CLOEXEC);
+    if (path_fd < 0)
         return -1;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size == 0 ||
-        st->st_dev != dev || st->st_ino != ino) {
-        close(fd);
-        return -1;
-    }
+    int fd = -1;
+    if (fstat(path_fd, st) == 0 && S_ISREG(st->st_mode) && st->st_size > 0 &&
+        st->st_dev == dev && st->st_ino == ino)
+        fd = open_quietly(path_fd);
+    close(path_fd);
     return fd;
 }
 
