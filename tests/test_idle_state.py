@@ -301,14 +301,16 @@ def test_a_live_runs_queue_is_not_swept_even_where_its_pid_looks_dead(specx, net
     ({"XDG_STATE_HOME": "/tmp"}, "/tmp has mode 1777, open to others"),
     ({}, "no private place for the runs' state"),
 ])
-def test_a_user_without_a_private_place_is_refused_isolation(specx, env, message):
+def test_a_user_without_a_private_place_is_refused_isolation(unprivileged_build, env, message):
     """Another user's state goes below their own XDG_STATE_HOME or HOME: where that is open to
     others, or there is none, --isolate says so in one line and makes nothing."""
+    build, build_env = unprivileged_build
     d = pathlib.Path(tempfile.mkdtemp(prefix="specx-idle-state-"))
     try:
         os.chown(d, HOSTILE, HOSTILE)
         proc = subprocess.run([*AS_HOSTILE, "env", "-i", "PATH=/usr/bin:/bin",
-                               *(f"{k}={v}" for k, v in env.items()), SPECX, "idle",
+                               *(f"{k}={v}" for k, v in {**env, **build_env}.items()),
+                               build / "specx", "idle",
                                "--isolate", d, "--", "true"],
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 1, proc.stderr
