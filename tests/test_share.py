@@ -282,6 +282,116 @@ def swaps_of_others():
     return owned
 
 
+# ---- memory: no job is ever killed for what its frozen neighbours hold ----
+
+# Sweeps its own anonymous memory (MIB MiB, a byte of each page, PASSES times, seeded) and
+# prints a checksum: the output depends on every page keeping its content.
+SWEEPER = """
+import sys
+size, passes, seed = int(sys.argv[1]) << 20, int(sys.argv[2]), int(sys.argv[3])
+m = bytearray(size)
+for i in range(0, size, 4096):
+    m[i] = (i // 4096 * seed) & 255
+s = 0
+for p in range(passes):
+    for i in range(0, size, 4096):
+        s = (s * 31 + m[i]) & 0xffffffff
+        m[i] = (m[i] + 1) & 255
+print(s)
+"""
+
+MODES = [(p, r) for p in ("none", "switch", "model") for r in ("none", "cold", "pageout")]
+
+
+@contextlib.contextmanager
+def zram_swap(tmp_path, size):
+    """Swap space on a fresh zram device, removed afterwards (skipped where there is none)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
+    from specx_bench import swapspace
+    try:
+        with swapspace.enabled(size, tmp_path, kinds=("zram",)):
+            yield
+    except swapspace.Unavailable as e:
+        pytest.skip(f"no swap space: {e}")
+
+
+@contextlib.contextmanager
+def memory_group(swappiness):
+    """A v1 memory group below ours with SWAPPINESS, which groups made in it inherit; yields
+    a function that puts the calling process in it (a preexec_fn). Removed afterwards."""
+    own = pathlib.Path("/proc/self/cgroup").read_text()
+    line = next((l for l in own.splitlines() if l.split(":")[1] == "memory"), None)
+    if line is None or not os.path.isdir("/sys/fs/cgroup/memory"):
+        pytest.skip("the memory controller is not on cgroup v1 here")
+    group = pathlib.Path("/sys/fs/cgroup/memory" + line.split(":", 2)[2]) / \
+        f"specx-test-swappiness-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    try:
+        (group / "memory.swappiness").write_text(f"{swappiness}\n")
+        yield lambda: (group / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    finally:
+        # Its last process may take a moment to leave on a busy machine.
+        assert wait_for(lambda: rmdir_quietly(group), timeout=30)
+
+
+def rmdir_quietly(path):
+    with contextlib.suppress(FileNotFoundError):
+        try:
+            path.rmdir()
+        except OSError:
+            return False
+    return True
+
+
+def shared_sweepers(tmp_path, mib, passes, njobs, memory, quantum, prefetch, release,
+                    preexec_fn=None):
+    """NJOBS sweepers of MIB MiB under specx share: its exit status, its output and what each
+    job printed alone."""
+    jobs = [py(SWEEPER, mib, passes, seed) for seed in range(1, njobs + 1)]
+    alone = [subprocess.run(job, capture_output=True, text=True, check=True).stdout
+             for job in jobs]
+    proc = subprocess.Popen([str(SPECX), "share", "--memory", memory, "--quantum", quantum,
+                             "--prefetch", prefetch, "--release", release, "--output",
+                             tmp_path, "--", *joined(*jobs)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    proc.stdout, proc.stderr = proc.communicate(timeout=300)
+    # Its groups are gone (others' runs may come and go beside it).
+    assert not any(g.endswith(f"/specx-share-{proc.pid}") for g in share_groups())
+    got = [(tmp_path / f"{n}.out").read_text() for n in range(1, njobs + 1)]
+    return proc, got, alone
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("prefetch, release", [m for m in MODES if m[0] != "model"])
+def test_frozen_jobs_memory_the_kernel_will_not_swap_gets_no_job_killed(
+        specx, tmp_path, prefetch, release):
+    """Each job fits in --memory, both together do not, and the kernel's reclaim at the limit
+    swaps nothing (swappiness 0, which the jobs' groups inherit from the group specx share runs
+    in): the running job's faults find the group full of the frozen job's pages. The kernel's
+    OOM killer would kill a job (it did: the frozen one); specx share pushes the frozen job's
+    pages out itself, and every job ends as it does alone. Not with --prefetch model: there
+    the next job's pages it read ahead during the turn wait in the swap cache, which neither
+    page-table advice nor, at swappiness 0, the kernel's reclaim can take."""
+    with zram_swap(tmp_path, 256 << 20), memory_group(0) as enter:
+        proc, got, alone = shared_sweepers(tmp_path, 32, 30, 2, "48M", "100ms", prefetch,
+                                           release, preexec_fn=enter)
+    assert proc.returncode == 0, proc.stderr
+    assert got == alone
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("prefetch, release", MODES)
+def test_jobs_several_times_the_memory_in_fast_turns_are_never_killed(
+        specx, tmp_path, prefetch, release):
+    """Four jobs of 24 MiB in 48 MiB (each fits; they fit together only with swap), turns of
+    100 ms, swapping to zram: every job ends as it does alone."""
+    with zram_swap(tmp_path, 512 << 20):
+        proc, got, alone = shared_sweepers(tmp_path, 24, 30, 4, "48M", "100ms", prefetch,
+                                           release)
+    assert proc.returncode == 0, proc.stderr
+    assert got == alone
+
+
 # ---- prefetching ----
 
 
