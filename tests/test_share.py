@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import pathlib
+import random
 import re
 import signal
 import subprocess
@@ -257,6 +258,36 @@ def test_the_next_run_removes_what_a_killed_run_left(specx):
     assert proc.returncode == 0
     assert "left by a run that was killed" in proc.stderr
     assert share_groups() == before
+    assert wait_for(lambda: processes_with(marker) == [])
+
+
+@pytest.mark.root
+def test_a_live_run_is_not_swept_even_where_its_pid_looks_dead(specx):
+    """A run in a pid namespace of its own names its groups by a pid no process has here: a run
+    started here meanwhile must see by the groups' lock, not the pid, that they are alive, and
+    leave its jobs running."""
+    marker = f"specx-test-share-{uuid.uuid4().hex[:8]}"
+    taken = {g.rsplit("-", 1)[1] for g in share_groups()}
+    pid_max = int(pathlib.Path("/proc/sys/kernel/pid_max").read_text())
+    pid = next(p for p in iter(lambda: random.randrange(pid_max // 2, pid_max - 1), None)
+               if not os.path.exists(f"/proc/{p}") and str(p) not in taken)
+    script = f'echo {pid - 1} > /proc/sys/kernel/ns_last_pid && "$0" share "$@"'
+    run = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script,
+                            SPECX, "--quantum", "200ms", "--",
+                            *joined(py(SLEEPER, marker), py(SLEEPER, marker))],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        assert wait_for(lambda: len(processes_with(marker)) >= 3), run.stderr
+        assert any(g.endswith(f"specx-share-{pid}") for g in share_groups())
+        proc = run_specx("share", "--", "true")
+        assert proc.returncode == 0 and "left by a run that was killed" not in proc.stderr, \
+            proc.stderr
+        assert any(g.endswith(f"specx-share-{pid}") for g in share_groups())
+        assert run.poll() is None and len(processes_with(marker)) >= 3
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.communicate(timeout=60)
     assert wait_for(lambda: processes_with(marker) == [])
 
 

@@ -25,9 +25,7 @@ static bool make_one(const char *controller, struct idle_group *g)
         return false;
     g->made = true;
     /* Held until we end, however: a sweep by another run leaves the group alone meanwhile. */
-    g->lock_fd = open(g->cg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (g->lock_fd >= 0)
-        flock(g->lock_fd, LOCK_EX | LOCK_NB);
+    g->lock_fd = specx_cgroup_hold(&g->cg);
     return true;
 }
 

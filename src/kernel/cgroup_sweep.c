@@ -47,6 +47,18 @@ void specx_cgroup_destroy(const struct specx_cgroup *cg, int timeout_ms)
     specx_cgroup_remove(cg, timeout_ms);
 }
 
+int specx_cgroup_hold(const struct specx_cgroup *cg)
+{
+    int fd = open(cg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 /* A run that locks its group's directory (flock) while it lives is alive while the lock is
  * held, whatever its pid looks like from here (another pid namespace's). */
 static bool held_by_its_run(const char *dir)

@@ -23,7 +23,8 @@
 /* How long a job's groups may take to empty once its processes are killed. */
 #define EMPTY_TIMEOUT_MS 5000
 
-static int make_parent(const char *controller, struct specx_cgroup *out, char *err,
+/* Makes this run's group of CONTROLLER in OUT, held while the run lives (*HOLD). */
+static int make_parent(const char *controller, struct specx_cgroup *out, int *hold, char *err,
                        size_t errsize)
 {
     struct specx_cgroup parent;
@@ -35,6 +36,7 @@ static int make_parent(const char *controller, struct specx_cgroup *out, char *e
     if (specx_cgroup_make(&parent, name, controller, out) < 0)
         return specx_format_error(err, errsize, "cannot make the cgroup %s/%s: %s", parent.dir,
                                   name, strerror(errno));
+    *hold = specx_cgroup_hold(out);
     return 0;
 }
 
@@ -55,8 +57,8 @@ static int keep_oom_killer_off(struct share_groups *g, char *err, size_t errsize
 
 int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t errsize)
 {
-    *g = (struct share_groups){ .oom_fd = -1 };
-    if (make_parent("memory", &g->mem, err, errsize) < 0)
+    *g = (struct share_groups){ .oom_fd = -1, .mem_hold = -1, .frz_hold = -1 };
+    if (make_parent("memory", &g->mem, &g->mem_hold, err, errsize) < 0)
         return -1;
     g->mem_made = true;
     if (limit && g->mem.version == SPECX_CG_V1 && keep_oom_killer_off(g, err, errsize) < 0) {
@@ -80,7 +82,7 @@ int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t 
     if (specx_cgroup_parent_for("freezer", &frz_parent) < 0 ||
         frz_parent.version != g->mem.version || g->mem.version == SPECX_CG_V1) {
         /* v1: the freezer has its own hierarchy (or none: then making it says why). */
-        if (make_parent("freezer", &g->frz, err, errsize) < 0) {
+        if (make_parent("freezer", &g->frz, &g->frz_hold, err, errsize) < 0) {
             share_groups_remove(g);
             return -1;
         }
@@ -89,6 +91,13 @@ int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t 
         g->frz = g->mem;
     }
     return 0;
+}
+
+static void let_go(int *hold)
+{
+    if (*hold >= 0)
+        close(*hold);
+    *hold = -1;
 }
 
 void share_groups_remove(struct share_groups *g)
@@ -103,6 +112,8 @@ void share_groups_remove(struct share_groups *g)
     if (g->mem_made && specx_cgroup_remove(&g->mem, EMPTY_TIMEOUT_MS) < 0)
         specx_warn("cannot remove the cgroup %s: %s", g->mem.dir, strerror(errno));
     g->frz_made = g->mem_made = g->fetch_made = false;
+    let_go(&g->mem_hold);
+    let_go(&g->frz_hold);
 }
 
 static void say_removing(const char *dir)
@@ -167,8 +178,13 @@ static int open_outputs(struct share_job *j, const char *output_dir, int child_f
 
 /* In the child: into the job's groups (a frozen group freezes it here, before exec), its
  * output in place, signals as a fresh process has them, then the command. */
-static _Noreturn void exec_job(struct share_job *j, const int child_fds[2])
+static _Noreturn void exec_job(struct share_job *j, const struct share_groups *g,
+                               const int child_fds[2])
 {
+    /* The groups' holds are the run's: a job frozen before its exec (or killed and frozen)
+     * must not keep them held once specx share is gone, or no later run would sweep them. */
+    close(g->mem_hold);
+    close(g->frz_hold);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -206,7 +222,7 @@ int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
     fflush(NULL);
     j->pid = fork();
     if (j->pid == 0)
-        exec_job(j, child_fds);
+        exec_job(j, g, child_fds);
     int fork_errno = errno;
     close(child_fds[0]);
     close(child_fds[1]);

@@ -21,6 +21,8 @@ struct share_groups {
     /* v1 with a limit: the memory group's OOM killer is off, and this fires when a job's
      * fault waits for room instead (specx_memcg_set_oom_killer); -1 otherwise. */
     int oom_fd;
+    /* The groups held for this run while it lives (specx_cgroup_hold), -1 where not made. */
+    int mem_hold, frz_hold;
 };
 
 /* Anonymous memory a prefetch asked for: LEN bytes at ADDR in process PID (memory.c). */
