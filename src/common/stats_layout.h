@@ -72,7 +72,7 @@ enum specx_slot_flag {
     SPECX_SLOT_NO_CACHESTAT = 1u << 3, /* residency through mincore (kernel without cachestat) */
     SPECX_SLOT_ENDED = 1u << 4,        /* the program image ended (exit or exec) normally */
     SPECX_SLOT_NEVER_PREDICTED = 1u << 5, /* copies in a row predicted no read: none made since */
-    SPECX_SLOT_SECCOMP = 1u << 6,      /* a seccomp filter or strict mode: the runtime stands aside */
+    SPECX_SLOT_SECCOMP = 1u << 6,      /* a seccomp filter or strict mode: specx stands aside */
     SPECX_SLOT_OOM_GROUP = 1u << 7,    /* memory.oom.group set: no copy made */
     SPECX_SLOT_PIDS_MAX = 1u << 8,     /* a copy would have come too close to pids.max: none made */
 };

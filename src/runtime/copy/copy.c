@@ -415,9 +415,10 @@ static bool snapshot_taken_late(void)
 }
 
 /* Waits for the new process to be sandboxed: until then it takes the program's file offsets as
- * they are, and it should not find them moved. At a stall the wait is preemptible (§5.1): it ends when
- * the program's own read has completed, and the copy finishes entering on its own; but not
- * before the copy has its snapshot, where that is taken in the sandbox (snapshot_taken_late). */
+ * they are, and it should not find them moved. At a stall the wait is preemptible (§5.1): it
+ * ends when the program's own read has completed, and the copy finishes entering on its own;
+ * but not before the copy has its snapshot, where that is taken in the sandbox
+ * (snapshot_taken_late). */
 static uint32_t wait_ready(const struct specx_stall *stall)
 {
     if (stall && snapshot_taken_late())

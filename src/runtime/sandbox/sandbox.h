@@ -23,12 +23,12 @@ int specx_sandbox_prepare(void);
  * made private (specx_privatize_mappings; *COPIED_SHARED says whether some had to be copied,
  * which makes the snapshot of that memory the moment of this call, not of the clone).
  * The seal: the seccomp filter (the descriptors were made private at the clone, before
- * either step: specx_privatize_fds). SHARED_WAIT is the one futex word, inside a KEEP region, on which the
- * speculative process may wait with a futex the program shares (the horizon's parking word);
- * NULL for none. Every other wait must be process-private: a page of a privatized mapping that
- * the copy has not written yet still has the program's futex key, and a copy waiting there
- * could take a wake-up meant for one of the program's own waiters, which would then sleep for
- * ever. */
+ * either step: specx_privatize_fds). SHARED_WAIT is the one futex word, inside a KEEP region,
+ * on which the speculative process may wait with a futex the program shares (the horizon's
+ * parking word); NULL for none. Every other wait must be process-private: a page of a
+ * privatized mapping that the copy has not written yet still has the program's futex key, and
+ * a copy waiting there could take a wake-up meant for one of the program's own waiters, which
+ * would then sleep for ever. */
 int specx_sandbox_snapshot(const struct specx_region *keep, size_t nkeep, bool *copied_shared);
 int specx_sandbox_seal(const uint32_t *shared_wait);
 
