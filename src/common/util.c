@@ -1,10 +1,12 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static const char *progname = "specx";
 
@@ -79,4 +81,16 @@ bool specx_grow(void *items, size_t *cap, size_t n, size_t size, size_t first)
     *(void **)items = grown;
     *cap = more;
     return true;
+}
+
+DIR *specx_opendir_at(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
 }

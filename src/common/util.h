@@ -1,7 +1,9 @@
-/* Small helpers shared by specx's programs: consistent one-line errors and number parsing. */
+/* Small helpers shared by specx's programs: consistent one-line errors, number parsing, and
+ * listing a directory without following a link. */
 #ifndef SPECX_UTIL_H
 #define SPECX_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,5 +30,9 @@ bool specx_grow(void *items, size_t *cap, size_t n, size_t size, size_t first);
 /* Strict parsers: the whole string must be a number in [min, max]. Return false otherwise. */
 bool specx_parse_double(const char *s, double min, double max, double *out);
 bool specx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Directory NAME of DIRFD (AT_FDCWD: of the working directory; "." for DIRFD itself), opened
+ * for reading with no link followed in its last component. NULL with errno. */
+DIR *specx_opendir_at(int dirfd, const char *name);
 
 #endif

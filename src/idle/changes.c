@@ -159,13 +159,9 @@ static int make_entry_durable(int dir, const char *name, bool is_dir)
  * directory; no link is followed. */
 static int make_tree_durable(int dir)
 {
-    int list = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = list >= 0 ? fdopendir(list) : NULL;
-    if (!d) {
-        if (list >= 0)
-            close(list);
+    DIR *d = specx_opendir_at(dir, ".");
+    if (!d)
         return -1;
-    }
     int rc = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {

@@ -162,13 +162,9 @@ static bool is_gone(const char *name)
 void idle_state_each_ended(const struct idle_state_root *r,
                            void (*found)(int fd, const char *name, void *arg), void *arg)
 {
-    int list = openat(r->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = list >= 0 ? fdopendir(list) : NULL;
-    if (!d) {
-        if (list >= 0)
-            close(list);
+    DIR *d = specx_opendir_at(r->fd, ".");
+    if (!d)
         return;
-    }
     flock(r->fd, LOCK_EX);
     struct dirent *e;
     while ((e = readdir(d))) {

@@ -349,13 +349,9 @@ static int lower_of(const char *child, const char *name, const char *parent, cha
 static int walk(struct completion *c, const char *upper, const char *rel, bool fill)
 {
     /* The upper layer is ours, but the command made its entries: none is followed. */
-    int fd = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = specx_opendir_at(AT_FDCWD, upper);
+    if (!d)
         return -1;
-    }
     int rc = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {

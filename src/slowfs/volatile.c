@@ -69,13 +69,9 @@ static int remove_at(int parent, const char *name)
         return 0;
     if (errno != EISDIR && errno != EPERM)
         return -1;
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd < 0 ? NULL : fdopendir(fd);
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
+    DIR *d = specx_opendir_at(parent, name);
+    if (!d)
         return -1;
-    }
     int rc = 0;
     struct dirent *e;
     while ((e = readdir(d)))
@@ -88,14 +84,9 @@ static int remove_at(int parent, const char *name)
 /* 1 if directory NAME in PARENT is empty, 0 if not, a negative errno if it cannot be read. */
 static int is_empty(int parent, const char *name)
 {
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd < 0 ? NULL : fdopendir(fd);
-    if (!d) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        return -err;
-    }
+    DIR *d = specx_opendir_at(parent, name);
+    if (!d)
+        return -errno;
     struct dirent *e;
     while ((e = readdir(d)) && is_dot(e->d_name))
         ;
