@@ -8,10 +8,10 @@ or exactly new (never empty, short or mixed), only specx's own temporary names m
 commit reported done is durable, and the next `specx idle --recover` leaves all files old or
 all new, with no state left.
 
-Each run happens in a mount namespace of its own (unshare -m), where the mount and, for the
-second test, a bind mount over /var/lib (where root's runs keep their state) are seen by
-nothing else. A run that fails before the
-cut (the machine is shared: a cgroup can vanish under it) is repeated."""
+Each run happens in a mount namespace of its own (unshare -m), where the mount and a bind
+mount over /var/lib (where root's runs keep their state: on the device in the second test,
+beside it in the first, never in the machine's own) are seen by nothing else. A run that fails
+before the cut (the machine is shared: a cgroup can vanish under it) is repeated."""
 import json
 import os
 import pathlib
@@ -96,19 +96,18 @@ def all_old_or_all_new(d):
     return files_of(d) in (OLD, NEW)
 
 
-# Mounts slowfs over BACKING at MNT with OPTIONS; if BIND, binds MNT/varlib over /var/lib,
-# so that specx idle keeps its state (/var/lib/specx/idle) on the device; runs specx COMMAND; if CUT, cuts the
-# power at the end unless it went during the command; unmounts whatever happens. Prints the
-# command's exit status and errors, whether the power went during it, and the counters.
+# Mounts slowfs over BACKING at MNT with OPTIONS; binds VARLIB over /var/lib, so that specx
+# idle keeps its state (/var/lib/specx/idle) there: on the device (MNT/varlib) or beside it,
+# never in the machine's own; runs specx COMMAND; if CUT, cuts the power at the end unless it
+# went during the command; unmounts whatever happens. Prints the command's exit status and
+# errors, whether the power went during it, and the counters.
 IN_NAMESPACE = """
 import json, os, subprocess, sys
-specx, backing, mnt, options, bind, command, cut = json.loads(sys.argv[1])
+specx, backing, mnt, options, varlib, command, cut = json.loads(sys.argv[1])
 power = lambda: json.loads(os.getxattr(mnt, "user.specx.slowfs.power"))
 subprocess.run([specx, "slowfs", "-d", *options, backing, mnt], check=True)
 try:
-    if bind:
-        subprocess.run(["mount", "--bind", os.path.join(mnt, "varlib"), "/var/lib"],
-                       check=True)
+    subprocess.run(["mount", "--bind", varlib, "/var/lib"], check=True)
     try:
         proc = subprocess.run([specx, *command], capture_output=True, text=True, timeout=60)
         went, counters = (power()["cut"], None) if cut else (False, None)
@@ -116,8 +115,7 @@ try:
             subprocess.run([specx, "slowfs", "--power-cut", mnt], check=True)
         counters = power() if cut else None
     finally:
-        if bind:
-            subprocess.run(["umount", "/var/lib"], check=True)
+        subprocess.run(["umount", "/var/lib"], check=True)
 finally:
     subprocess.run([specx, "slowfs", "--unmount", mnt], check=True)
 print(json.dumps([proc.returncode, proc.stderr, went, counters]))
@@ -128,7 +126,8 @@ def on_device(tmp_path, options, command, bind, cut=False):
     """Runs specx COMMAND with tmp_path/backing mounted at tmp_path/mnt (see IN_NAMESPACE)."""
     (tmp_path / "mnt").mkdir(exist_ok=True)
     args = json.dumps([str(SPECX), str(tmp_path / "backing"), str(tmp_path / "mnt"),
-                       ["--latency-ms", "0", *options], bind, [str(a) for a in command], cut])
+                       ["--latency-ms", "0", *options], str(varlib_of(tmp_path, bind)),
+                       [str(a) for a in command], cut])
     done = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, "-c",
                            IN_NAMESPACE, args], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
@@ -147,18 +146,24 @@ def commit_command(tmp_path):
             script]
 
 
+def varlib_of(tmp_path, on_device):
+    """Where the runs keep their state: on the device (seen through the mount) or beside it."""
+    return tmp_path / "mnt" / "varlib" if on_device else tmp_path / "varlib"
+
+
 def fresh_device(tmp_path):
-    """The backing directory, with the place for specx idle's state: root's and writable by
-    nobody else, as specx requires of /var/lib."""
+    """The backing directory, and the places for specx idle's state on the device and beside
+    it: root's and writable by nobody else, as specx requires of /var/lib."""
     shutil.rmtree(tmp_path / "backing", ignore_errors=True)
-    varlib = make_backing(tmp_path) / "varlib"
-    varlib.mkdir()
-    varlib.chmod(0o755)
+    for varlib in (make_backing(tmp_path) / "varlib", tmp_path / "varlib"):
+        varlib.mkdir(exist_ok=True)
+        varlib.chmod(0o755)
 
 
-def runs_left(tmp_path):
-    """The runs' states that specx idle left on the device."""
-    runs = tmp_path / "backing" / "varlib" / "specx" / "idle"
+def runs_left(tmp_path, on_device):
+    """The runs' states that specx idle left."""
+    place = tmp_path / "backing" / "varlib" if on_device else tmp_path / "varlib"
+    runs = place / "specx" / "idle"
     return os.listdir(runs) if runs.exists() else []
 
 
@@ -193,7 +198,7 @@ def cut_and_recover(tmp_path, point, bind):
         recovered = on_device(tmp_path, [], ["idle", "--recover"], bind)
     assert recovered[0] == 0, f"cut after request {point}: {recovered[1]}"
     assert all_old_or_all_new(d), f"cut after request {point}: old and new mixed after recovery"
-    assert not runs_left(tmp_path), f"cut after request {point}: state left on the device"
+    assert not runs_left(tmp_path, bind), f"cut after request {point}: state left"
     return rc
 
 
