@@ -1,5 +1,6 @@
 """Shared fixtures: where the build is, root-only skips, and slowfs mounts."""
 import contextlib
+import ctypes
 import errno
 import os
 import pathlib
@@ -44,8 +45,13 @@ def busy_machine():
 
 @contextlib.contextmanager
 def cpu_bound(n):
-    """N CPU-bound processes at normal priority while the block runs."""
-    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+    """N CPU-bound processes at normal priority while the block runs; they die with this
+    process however it ends (a pytest killed outright left them spinning for good)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                              preexec_fn=lambda: libc.prctl(pr_set_pdeathsig, signal.SIGKILL))
+             for _ in range(n)]
     try:
         yield
     finally:
