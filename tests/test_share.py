@@ -375,10 +375,10 @@ def rmdir_quietly(path):
 
 
 def shared_sweepers(tmp_path, mib, passes, njobs, memory, quantum, prefetch, release,
-                    preexec_fn=None):
-    """NJOBS sweepers of MIB MiB under specx share: its exit status, its output and what each
-    job printed alone."""
-    jobs = [py(SWEEPER, mib, passes, seed) for seed in range(1, njobs + 1)]
+                    preexec_fn=None, program=SWEEPER):
+    """NJOBS sweepers (PROGRAM) of MIB MiB under specx share: its exit status, its output and
+    what each job printed alone."""
+    jobs = [py(program, mib, passes, seed) for seed in range(1, njobs + 1)]
     alone = [subprocess.run(job, capture_output=True, text=True, check=True).stdout
              for job in jobs]
     proc = subprocess.Popen([str(SPECX), "share", "--memory", memory, "--quantum", quantum,
@@ -393,19 +393,51 @@ def shared_sweepers(tmp_path, mib, passes, njobs, memory, quantum, prefetch, rel
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("prefetch, release", [m for m in MODES if m[0] != "model"])
+@pytest.mark.parametrize("prefetch, release", MODES)
 def test_frozen_jobs_memory_the_kernel_will_not_swap_gets_no_job_killed(
         specx, tmp_path, prefetch, release):
-    """Each job fits in --memory, both together do not, and the kernel's reclaim at the limit
-    swaps nothing (swappiness 0, which the jobs' groups inherit from the group specx share runs
-    in): the running job's faults find the group full of the frozen job's pages. The kernel's
-    OOM killer would kill a job (it did: the frozen one); specx share pushes the frozen job's
-    pages out itself, and every job ends as it does alone. Not with --prefetch model: there
-    the next job's pages it read ahead during the turn wait in the swap cache, which neither
-    page-table advice nor, at swappiness 0, the kernel's reclaim can take."""
+    """Each job fits in --memory, both together do not, and the group specx share runs in has
+    swappiness 0 (which its groups inherit): left as it was, the kernel's reclaim at the limit
+    could swap none of the frozen job's memory, and its OOM killer took a job. specx share lets
+    a frozen job's group swap and marks its memory cold: every job ends as it does alone.
+    Beside two busy loops (SPECX_TEST_BUSY=2) the jobs' turns are short of CPU, which is when
+    pages prefetched for a turn are left unmapped in the swap cache."""
     with zram_swap(tmp_path, 256 << 20), memory_group(0) as enter:
         proc, got, alone = shared_sweepers(tmp_path, 32, 30, 2, "48M", "100ms", prefetch,
                                            release, preexec_fn=enter)
+    assert proc.returncode == 0, proc.stderr
+    assert got == alone
+
+
+# Like SWEEPER, but the first touch of each page in a pass is the kernel's: a read from a pipe
+# into it (copy_to_user), a fault taken in the kernel, whose charge of a full group must not
+# fail (EFAULT, or SIGSEGV where the kernel writes a thread's rseq area) where it would wait or
+# reclaim for a fault taken in user space.
+KERNEL_WRITER = """
+import os, sys
+size, passes, seed = int(sys.argv[1]) << 20, int(sys.argv[2]), int(sys.argv[3])
+m = bytearray(size)
+view = memoryview(m)
+r, w = os.pipe()
+s = seed
+for p in range(passes):
+    for i in range(0, size, 4096):
+        os.write(w, bytes([s & 255]))
+        os.readv(r, [view[i:i + 1]])
+        s = (s * 31 + m[i] + p) & 0xffffffff
+print(s)
+"""
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("prefetch", ["none", "switch"])
+def test_a_full_group_fails_no_write_the_kernel_makes_into_a_job(specx, tmp_path, prefetch):
+    """Jobs whose memory is written by the kernel (reads into it) in a group kept full: every
+    read succeeds and every job ends as it does alone (a group whose OOM killer is off fails
+    such a charge with EFAULT instead of making room)."""
+    with zram_swap(tmp_path, 256 << 20), memory_group(0) as enter:
+        proc, got, alone = shared_sweepers(tmp_path, 32, 4, 2, "48M", "100ms", prefetch,
+                                           "none", preexec_fn=enter, program=KERNEL_WRITER)
     assert proc.returncode == 0, proc.stderr
     assert got == alone
 

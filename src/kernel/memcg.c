@@ -106,6 +106,27 @@ int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes)
     return specx_cgroup_write(cg, "memory.reclaim", text);
 }
 
+int specx_memcg_swappiness(const struct specx_cgroup *cg)
+{
+    uint64_t value;
+    if (!is_v1(cg)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    return specx_cgroup_u64(cg, "memory.swappiness", &value) ? (int)value : -1;
+}
+
+int specx_memcg_set_swappiness(const struct specx_cgroup *cg, int value)
+{
+    char text[16];
+    if (!is_v1(cg)) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    snprintf(text, sizeof text, "%d\n", value);
+    return specx_cgroup_write(cg, "memory.swappiness", text);
+}
+
 uint64_t specx_memcg_free(const struct specx_cgroup *cg, uint64_t *total)
 {
     uint64_t limit = cg ? specx_memcg_limit(cg) : 0, free_bytes = 0;
@@ -258,34 +279,6 @@ int specx_memcg_oom_watch(const struct specx_cgroup *cg, bool *only_oom)
     static const char *const no_args[2] = { "", NULL };
     *only_oom = is_v1(cg);
     return is_v1(cg) ? v1_event_watch(cg, "memory.oom_control", no_args) : v2_events_watch(cg);
-}
-
-int specx_memcg_set_oom_killer(const struct specx_cgroup *cg, bool enabled)
-{
-    if (!is_v1(cg)) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    return specx_cgroup_write(cg, "memory.oom_control", enabled ? "0\n" : "1\n");
-}
-
-bool specx_memcg_under_oom(const struct specx_cgroup *cg)
-{
-    uint64_t waiting;
-    return is_v1(cg) && specx_cgroup_key_u64(cg, "memory.oom_control", "under_oom", &waiting) &&
-           waiting > 0;
-}
-
-int specx_memcg_wake_oom_waiters(const struct specx_cgroup *cg)
-{
-    uint64_t limit = specx_memcg_limit(cg);
-    if (!is_v1(cg) || !limit) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    int rc = specx_memcg_set_limit(cg, limit + 4096);
-    specx_memcg_set_limit(cg, limit);
-    return rc;
 }
 
 void specx_memcg_watch_drain(int fd)

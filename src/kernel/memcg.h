@@ -35,6 +35,12 @@ int specx_memcg_reclaim(const struct specx_cgroup *cg, uint64_t bytes);
 
 /* CG's charged memory now and at its peak (v1 memory.usage_in_bytes / max_usage_in_bytes,
  * v2 memory.current / memory.peak). 0 if unreadable. */
+/* v1: the swappiness the kernel's reclaim uses for the pages charged to CG itself
+ * (memory.swappiness, 0-200; groups made below CG inherit it), or -1. v2 has none per group:
+ * -1 with ENOTSUP from both. */
+int specx_memcg_swappiness(const struct specx_cgroup *cg);
+int specx_memcg_set_swappiness(const struct specx_cgroup *cg, int value);
+
 uint64_t specx_memcg_usage(const struct specx_cgroup *cg);
 uint64_t specx_memcg_peak(const struct specx_cgroup *cg);
 
@@ -75,22 +81,6 @@ int specx_memcg_usage_watch(const struct specx_cgroup *cg, uint64_t below, uint6
  * hits; the kernel sends at most one every 10 ms), so the caller compares
  * specx_memcg_oom_kills (*ONLY_OOM false). -1 with errno. */
 int specx_memcg_oom_watch(const struct specx_cgroup *cg, bool *only_oom);
-
-/* v1: whether the kernel's OOM killer may act in CG (memory.oom_control's oom_kill_disable,
- * which groups made below CG afterwards inherit). With it off, a task whose page fault finds
- * CG full waits at the end of the fault, holding no lock, until memory is uncharged in CG or
- * its limit is raised, and the watch of specx_memcg_oom_watch fires; a charge outside a page
- * fault (a read into the page cache) fails with ENOMEM instead. v2 has no such switch: -1 with
- * ENOTSUP. */
-int specx_memcg_set_oom_killer(const struct specx_cgroup *cg, bool enabled);
-
-/* True while a task waits in CG for memory (v1 memory.oom_control under_oom). */
-bool specx_memcg_under_oom(const struct specx_cgroup *cg);
-
-/* Wakes the tasks waiting in CG for memory (v1, OOM killer off) to try their charge again:
- * the kernel wakes them when CG's limit rises, not when memory is uncharged, so the limit is
- * raised by a page and put back. */
-int specx_memcg_wake_oom_waiters(const struct specx_cgroup *cg);
 
 /* Reads a fired watch (specx_memcg_usage_watch, specx_memcg_oom_watch) empty, so that polling
  * it waits for the next event. */

@@ -15,7 +15,6 @@
 
 #include "clock.h"
 #include "freezer.h"
-#include "kfile.h"
 #include "memcg.h"
 #include "memory.h"
 #include "util.h"
@@ -40,31 +39,12 @@ static int make_parent(const char *controller, struct specx_cgroup *out, int *ho
     return 0;
 }
 
-/* A job is never killed for memory its frozen neighbours hold: v1's OOM killer, reached when
- * the kernel's reclaim at the group's limit makes no progress, would choose the largest job
- * (swap counts), often a frozen one whose pages are already out, and its death frees no room
- * (docs/DESIGN.md §7). With it off, the faulting job waits and specx share makes the room
- * (main.c). Before any group is made below: they inherit the setting. */
-static int keep_oom_killer_off(struct share_groups *g, char *err, size_t errsize)
-{
-    bool only_oom;
-    if (specx_memcg_set_oom_killer(&g->mem, false) < 0 ||
-        (g->oom_fd = specx_memcg_oom_watch(&g->mem, &only_oom)) < 0)
-        return specx_format_error(err, errsize, "cannot watch the memory of %s: %s",
-                                  g->mem.dir, strerror(errno));
-    return 0;
-}
-
 int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t errsize)
 {
-    *g = (struct share_groups){ .oom_fd = -1, .mem_hold = -1, .frz_hold = -1 };
+    *g = (struct share_groups){ .mem_hold = -1, .frz_hold = -1 };
     if (make_parent("memory", &g->mem, &g->mem_hold, err, errsize) < 0)
         return -1;
     g->mem_made = true;
-    if (limit && g->mem.version == SPECX_CG_V1 && keep_oom_killer_off(g, err, errsize) < 0) {
-        share_groups_remove(g);
-        return -1;
-    }
     if (specx_cgroup_make(&g->mem, "prefetch", "memory", &g->fetch) < 0) {
         specx_format_error(err, errsize, "cannot make the cgroup %s/prefetch: %s", g->mem.dir,
                            strerror(errno));
@@ -102,9 +82,6 @@ static void let_go(int *hold)
 
 void share_groups_remove(struct share_groups *g)
 {
-    if (g->oom_fd >= 0)
-        close(g->oom_fd);
-    g->oom_fd = -1;
     if (g->frz_made && specx_cgroup_remove(&g->frz, EMPTY_TIMEOUT_MS) < 0)
         specx_warn("cannot remove the cgroup %s: %s", g->frz.dir, strerror(errno));
     if (g->fetch_made) /* a helper still reading a job's file back in ends with the run */
@@ -207,6 +184,19 @@ static _Noreturn void exec_job(struct share_job *j, const struct share_groups *g
     _exit(code);
 }
 
+/* While a job is frozen, the kernel's reclaim at the group's limit must be able to swap its
+ * pages: they are what makes room for the running job, and a reclaim that cannot take them
+ * ends in the OOM killer (a group with swappiness 0, which the job's group inherits, swaps
+ * nothing). Frozen, its group weighs anonymous pages as much as file pages (100, or more if
+ * the job's own is higher); thawed, it has its own swappiness again (docs/DESIGN.md §7). */
+static void let_reclaim_swap(const struct share_job *j, bool frozen)
+{
+    const int frozen_swappiness = 100;
+    if (j->swappiness < 0 || j->swappiness >= frozen_swappiness)
+        return;
+    specx_memcg_set_swappiness(&j->mem, frozen ? frozen_swappiness : j->swappiness);
+}
+
 int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
                     const char *output_dir, char *err, size_t errsize)
 {
@@ -214,9 +204,12 @@ int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
     j->pidfd = -1;
     if (make_job_groups(j, g, err, errsize) < 0)
         return -1;
+    j->swappiness = specx_memcg_swappiness(&j->mem);
     if (!run && specx_freezer_set(&j->frz, true) < 0)
         return specx_format_error(err, errsize, "cannot freeze %s: %s", j->frz.dir,
                                   strerror(errno));
+    if (!run)
+        let_reclaim_swap(j, true);
     if (open_outputs(j, output_dir, child_fds, err, errsize) < 0)
         return -1;
     fflush(NULL);
@@ -236,23 +229,14 @@ int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
 
 int share_job_freeze(const struct share_job *j, bool frozen, int timeout_ms)
 {
+    if (!frozen)
+        let_reclaim_swap(j, false);
     if (specx_freezer_set(&j->frz, frozen) < 0)
         return -1;
-    return specx_freezer_wait(&j->frz, frozen, timeout_ms);
-}
-
-bool share_job_waits_for_memory(const struct share_job *j)
-{
-    pid_t pids[SPECX_CGROUP_PROCS_MAX];
-    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
-    for (long i = 0; i < n; i++) {
-        char path[64], wchan[64];
-        snprintf(path, sizeof path, "/proc/%d/wchan", (int)pids[i]);
-        if (specx_kfile_read(path, wchan, sizeof wchan) > 0 &&
-            strncmp(wchan, "mem_cgroup_oom_synchronize", 26) == 0)
-            return true;
-    }
-    return false;
+    int rc = specx_freezer_wait(&j->frz, frozen, timeout_ms);
+    if (frozen)
+        let_reclaim_swap(j, true);
+    return rc;
 }
 
 uint64_t share_job_major_faults(const struct share_job *j)

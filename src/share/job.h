@@ -18,9 +18,6 @@ struct share_groups {
     struct specx_cgroup mem, frz, fetch;
     bool frz_separate; /* v1: the freezer is a hierarchy of its own */
     bool mem_made, frz_made, fetch_made;
-    /* v1 with a limit: the memory group's OOM killer is off, and this fires when a job's
-     * fault waits for room instead (specx_memcg_set_oom_killer); -1 otherwise. */
-    int oom_fd;
     /* The groups held for this run while it lives (specx_cgroup_hold), -1 where not made. */
     int mem_hold, frz_hold;
 };
@@ -47,6 +44,7 @@ struct share_job {
     int pidfd;
     struct specx_cgroup mem, frz;
     bool mem_made, frz_made;
+    int swappiness;           /* v1: its memory group's own, inherited; -1 elsewhere */
     struct share_stream out, err;
     bool exited;
     int status;               /* wait status once exited */
@@ -65,7 +63,7 @@ struct share_job {
 };
 
 /* Makes the run's parent groups (specx-share-PID) below our own: the memory group with LIMIT
- * (0: none), on v1 with its OOM killer off (oom_fd). -1 with a one-line reason in err. */
+ * (0: none). -1 with a one-line reason in err. */
 int share_groups_make(struct share_groups *g, uint64_t limit, char *err, size_t errsize);
 void share_groups_remove(struct share_groups *g);
 
@@ -82,10 +80,6 @@ int share_job_start(struct share_job *j, const struct share_groups *g, bool run,
 /* Freezes (FROZEN true) or thaws the job's group, waiting up to TIMEOUT_MS for the freeze to
  * complete (a task in an uninterruptible sleep freezes only once its wait ends). */
 int share_job_freeze(const struct share_job *j, bool frozen, int timeout_ms);
-
-/* Whether a process of the job waits at the end of a page fault for room in its memory group
- * (its OOM killer off: memcg.h). */
-bool share_job_waits_for_memory(const struct share_job *j);
 
 /* The job's major page faults so far (its memory group's memory.stat). */
 uint64_t share_job_major_faults(const struct share_job *j);

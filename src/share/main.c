@@ -18,7 +18,6 @@
 #include "clock.h"
 #include "follow.h"
 #include "job.h"
-#include "memcg.h"
 #include "memory.h"
 #include "options.h"
 #include "prefetcher.h"
@@ -31,8 +30,6 @@
 /* How often the loop looks whether a prefetch has finished (its bandwidth is B of Eq. 11). */
 #define PREFETCH_POLL_NS (50ull * 1000000ull)
 #define FIRST_SECOND_NS 1000000000ull
-/* How often the loop looks again while a job waits for room (relieve_oom). */
-#define OOM_POLL_MS 20
 
 struct share {
     struct share_options opt;
@@ -59,7 +56,6 @@ struct share {
     size_t nprefetches, prefetches_cap;
     int sigfd;
     int stop_signal;        /* the signal that interrupted the run, 0 if none */
-    bool oom_killer_on;     /* let back on for this turn: nothing could be pushed out */
     FILE *json;
 };
 
@@ -203,8 +199,6 @@ static void start_turn(struct share *s, size_t next, uint64_t now)
     s->first_second_pending = true;
     s->prefetched_next = SIZE_MAX;
     s->model_planned = false;
-    if (s->oom_killer_on) /* a new turn: frozen jobs again hold what can be pushed out */
-        s->oom_killer_on = specx_memcg_set_oom_killer(&s->groups.mem, false) < 0;
 }
 
 /* The major faults of the current job's turn so far count as its first second's: the second
@@ -250,11 +244,14 @@ static void switch_turn(struct share *s, bool time_up)
     if (next == SIZE_MAX)
         return;
     if (job_running(s, cur)) {
-        /* Before the next job runs: its first faults then evict these pages first. */
-        if (s->opt.release == RELEASE_COLD)
-            share_memory_release(&s->jobs[cur], MADV_COLD, UINT64_MAX);
-        else if (s->opt.release == RELEASE_PAGEOUT)
-            share_memory_release(&s->jobs[cur], MADV_PAGEOUT, UINT64_MAX);
+        /* Frozen, the job's memory is the group's least recently used, whatever the accessed
+         * bits its turn left say: marked cold before the next job runs, it is what the
+         * kernel's reclaim at the group's limit takes first, in one pass. Left on the active
+         * list, it was found too late: the reclaim gave up and the OOM killer took a job
+         * (docs/design/share.md). --release pageout pushes it out at once. */
+        share_memory_release(&s->jobs[cur],
+                             s->opt.release == RELEASE_PAGEOUT ? MADV_PAGEOUT : MADV_COLD,
+                             UINT64_MAX);
     }
     start_turn(s, next, now);
     s->switches++;
@@ -304,48 +301,6 @@ static void on_signal(struct share *s)
     }
 }
 
-/* A job's fault found the group full and waits (v1; its OOM killer is off: job.c). The room
- * comes from the frozen jobs, those whose turns are furthest away first, as for a prefetch:
- * their anonymous pages pushed out (MADV_PAGEOUT, which takes a page whatever list it is on),
- * then their swap cache reclaimed; then the waiting job is woken to try again (the kernel
- * wakes it on a rise of the limit only). Should that free nothing and leave no room, the
- * running job's own memory is what fills the group, as it would alone: the kernel's killer is
- * let act for the rest of the turn. Called until no job waits. */
-static void relieve_oom(struct share *s)
-{
-    const uint64_t room_enough = 256 << 10; /* a charge asks for 64 pages at most */
-    specx_memcg_watch_drain(s->groups.oom_fd);
-    if (s->oom_killer_on || !specx_memcg_under_oom(&s->groups.mem))
-        return;
-    uint64_t before = specx_memcg_usage(&s->groups.mem);
-    for (size_t k = s->n - 1; k > 0 && specx_memcg_free(&s->groups.mem, NULL) < room_enough;
-         k--) {
-        struct share_job *j = &s->jobs[(s->current + k) % s->n];
-        if (!job_running(s, (size_t)(j - s->jobs)))
-            continue;
-        share_memory_release(j, MADV_PAGEOUT, UINT64_MAX);
-        specx_memcg_reclaim(&j->mem, specx_memcg_usage(&j->mem));
-    }
-    if (specx_memcg_usage(&s->groups.mem) < before ||
-        specx_memcg_free(&s->groups.mem, NULL) >= room_enough) {
-        specx_memcg_wake_oom_waiters(&s->groups.mem);
-        return;
-    }
-    /* A job whose turn has ended can be the one waiting (its freeze waits for it): it waits
-     * on, until its turn, when the others are frozen again and their memory can go. A
-     * prefetch under way may be making room or reading in what the next look can push out. */
-    if (!share_job_waits_for_memory(&s->jobs[s->current]) || share_prefetcher_busy())
-        return;
-    specx_warn("the job in its turn fills --memory alone: the kernel's OOM killer may act");
-    s->oom_killer_on = specx_memcg_set_oom_killer(&s->groups.mem, true) == 0;
-}
-
-/* Whether a job waits for room in the group (see relieve_oom). */
-static bool oom_waiting(const struct share *s)
-{
-    return s->groups.oom_fd >= 0 && !s->oom_killer_on && specx_memcg_under_oom(&s->groups.mem);
-}
-
 static bool any_running(const struct share *s)
 {
     for (size_t i = 0; i < s->n; i++)
@@ -370,7 +325,7 @@ static int poll_timeout_ms(const struct share *s, uint64_t now, uint64_t model_a
 
 static void relay_output(struct share *s, const struct pollfd *fds, size_t nfds)
 {
-    for (size_t k = 2; k < nfds; k++) {
+    for (size_t k = 1; k < nfds; k++) {
         if (!fds[k].revents)
             continue;
         for (size_t i = 0; i < s->n; i++) {
@@ -405,14 +360,13 @@ static void on_time(struct share *s, uint64_t now)
 
 static void run_loop(struct share *s)
 {
-    struct pollfd fds[2 + 2 * s->n];
+    struct pollfd fds[1 + 2 * s->n];
     while ((any_running(s) || output_open(s)) && !s->stop_signal) {
         uint64_t now = specx_now_ns();
         if (s->opt.prefetch == PREFETCH_MODEL && !s->model_planned)
             plan_model(s);
         size_t nfds = 0;
         fds[nfds++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
-        fds[nfds++] = (struct pollfd){ .fd = s->groups.oom_fd, .events = POLLIN };
         for (size_t i = 0; i < s->n; i++) {
             if (s->jobs[i].out.fd >= 0)
                 fds[nfds++] = (struct pollfd){ .fd = s->jobs[i].out.fd, .events = POLLIN };
@@ -420,15 +374,10 @@ static void run_loop(struct share *s)
                 fds[nfds++] = (struct pollfd){ .fd = s->jobs[i].err.fd, .events = POLLIN };
         }
         int timeout = any_running(s) ? poll_timeout_ms(s, now, s->model_at) : -1;
-        bool waiting = oom_waiting(s);
-        if (waiting && (timeout < 0 || timeout > OOM_POLL_MS))
-            timeout = OOM_POLL_MS;
         if (poll(fds, nfds, timeout) < 0 && errno != EINTR)
             break;
         if (fds[0].revents)
             on_signal(s);
-        if (fds[1].revents || waiting)
-            relieve_oom(s);
         relay_output(s, fds, nfds);
         if (any_running(s))
             on_time(s, specx_now_ns());

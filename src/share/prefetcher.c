@@ -23,17 +23,21 @@ static bool done_ready;
 /* Room is made from the frozen jobs in two steps. MADV_PAGEOUT over the pages a job maps, in
  * address order, from this thread alone: its dirty pages get neighbouring swap slots and come
  * back in large reads (left to the kernel's reclaim, which takes pages from every job at once,
- * a job's slots came in runs of 16 pages). Then reclaim from the job's own group: it waits for
- * those writes and takes what page tables do not reach — the swap cache the job holds (pages
- * read ahead around its faults, or prefetched and not touched in its turn). */
+ * a job's slots came in runs of 16 pages). Then, on v2, reclaim from the job's own group: it
+ * waits for those writes and takes what page tables do not reach — the swap cache the job
+ * holds (pages read ahead around its faults, or prefetched and not touched in its turn). v1
+ * reclaims only by lowering the group's limit for a moment, and a job thawed in that moment
+ * meets the OOM killer: there the kernel's own reclaim takes that swap cache when the group
+ * is full (a frozen job's group may always swap: job.c). */
 static void make_room(const struct share_job *j, uint64_t bytes)
 {
-    /* A chunk at a time, its writes waited for (by the reclaim) before the next: like the
+    /* A chunk at a time, its writes waited for (by the reclaim, on v2) before the next: like the
      * reads (memory.h), so that the running job's faults wait behind one chunk at most. */
     for (uint64_t step; bytes > 0; bytes -= step) {
         step = bytes < SHARE_PREFETCH_CHUNK ? bytes : SHARE_PREFETCH_CHUNK;
         share_memory_release(j, MADV_PAGEOUT, step);
-        specx_memcg_reclaim(&j->mem, step);
+        if (j->mem.version != SPECX_CG_V1)
+            specx_memcg_reclaim(&j->mem, step);
     }
 }
 
