@@ -43,7 +43,7 @@ static int make_parent(const char *controller, struct specx_cgroup *out, int *ho
 /* A job is never killed for memory its frozen neighbours hold: v1's OOM killer, reached when
  * the kernel's reclaim at the group's limit makes no progress, would choose the largest job
  * (swap counts), often a frozen one whose pages are already out, and its death frees no room
- * (docs/DESIGN.md §7). With it off, the faulting job waits and specx share makes the room
+ * (docs/design/share.md). With it off, the faulting job waits and specx share makes the room
  * (main.c). Before any group is made below: they inherit the setting. */
 static int keep_oom_killer_off(struct share_groups *g, char *err, size_t errsize)
 {
