@@ -103,7 +103,7 @@ static void reap_dying(bool wait)
  * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
  * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
  * the OOM killer no longer sees the copy (an exiting process has let go of its memory map): a
- * program that allocated then was the only candidate, and was killed (docs/design/copies.md).
+ * program that allocates then is the only candidate, and is killed (docs/design/copies.md).
  * Without a limit the program does not pay for that release: the copy's private memory (a
  * PostgreSQL copy's privatized shared buffers, 128 MiB) takes milliseconds to free. */
 static bool memory_bounded(void)
