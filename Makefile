@@ -37,7 +37,7 @@ test-fresh: deps
 # The tests of what reads and writes cgroups, in a virtual machine with only cgroup v2 (this
 # machine's memory controller is on v1; most users' is on v2). See scripts/cgroup2-vm.
 # Left out (V2_LEFT_OUT): tests that fail there on the previous build as on this one
-# (docs/DESIGN.md §8, "On pure cgroup v2"): copies too slow under emulation to take their
+# (docs/design/idle.md, "On pure cgroup v2"): copies too slow under emulation to take their
 # memory.
 V2_TESTS ?= tests/test_idle.py tests/test_share.py tests/test_memcg.py \
             tests/test_memory_control.py tests/test_oom.py tests/test_out_of_core.py \

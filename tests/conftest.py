@@ -240,7 +240,7 @@ def _give_normal_priority(pid):
 
 @contextlib.contextmanager
 def copies_get_cpu(marker):
-    """A speculative copy runs at SCHED_IDLE (docs/DESIGN.md §2), and the supervisor that serves
+    """A speculative copy runs at SCHED_IDLE (docs/design/read-path.md), and the supervisor that serves
     an outside copy at nice 19; a busy machine may not schedule them for seconds. A test that
     needs a copy to *run* (not to be fast) moves the threads of every process whose command line
     has MARKER back to normal priority while the block runs. The runtime is unchanged; only the

@@ -1,5 +1,5 @@
 """The test suite on a busy machine: CI and users' machines run other work, and a test whose
-outcome depends on how much CPU an idle-priority copy happens to get fails there (issue 13).
+outcome depends on how much CPU an idle-priority copy happens to get fails there.
 The tests that need a copy to run are run again here beside two CPU-bound processes."""
 import os
 import subprocess

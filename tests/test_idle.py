@@ -1,4 +1,4 @@
-"""`specx idle` (issue 14; Eggert 2002): the command runs with idle priority for CPU and disk, in
+"""`specx idle` (Eggert 2002): the command runs with idle priority for CPU and disk, in
 groups that yield memory, its result that of the command run plainly; with --isolate its file
 changes stay invisible until committed, are refused on conflict, and a commit killed half-way
 leaves every file old or new and is finished later. Nothing is left behind however a run ends.

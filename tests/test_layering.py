@@ -1,4 +1,4 @@
-"""The preload runtime's layers depend downward only (issue 13; docs/DESIGN.md §0).
+"""The preload runtime's layers depend downward only (docs/design/README.md).
 
 src/runtime has one folder per layer, top to bottom: entry (the interposed libc names), copy
 (the copy's life cycle), core (per-process state, statistics, the control region), sandbox,

@@ -1,4 +1,4 @@
-"""Differential safety tests for memory that others see (issue 4, Safety; paper §4.1.1 and
+"""Differential safety tests for memory that others see (paper §4.1.1 and
 §5.2): a program that writes through a MAP_SHARED file mapping and msyncs, shares memory with
 a child (MAP_SHARED|MAP_ANONYMOUS across fork, POSIX shared memory) and mprotects regions,
 between reads that stall on a cold file of a slowfs mount, must be indistinguishable with and

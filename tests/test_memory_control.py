@@ -1,4 +1,4 @@
-"""The memory control of `specx run` (issue 10; Fraser & Chang 2003 §6.1; docs/DESIGN.md §6.4):
+"""The memory control of `specx run` (Fraser & Chang 2003 §6.1; docs/design/memory-control.md):
 what it guarantees whatever the timing. Its arithmetic is unit-tested (test_runtime_memory_control);
 whether it stops speculation that does harm is measured by `specx bench` (the sphinx sweep)."""
 import contextlib

@@ -163,7 +163,7 @@ def starve(copy, busy):
 
 @pytest.mark.root
 def test_a_killed_copy_frees_its_memory_before_the_program_goes_on(specx, tmp_path):
-    """The cause of the program OOM kills seen under specx (issue 10, docs/DESIGN.md §6.3): a
+    """The cause of the program OOM kills seen under specx (docs/design/copies.md): a
     copy killed at a stall freed its memory only in its own exit, at idle priority. Until then
     the group was charged for it, yet the OOM killer could no longer choose it (an exiting
     process has no memory map to score), so a program that allocated meanwhile was the only
@@ -200,7 +200,7 @@ def test_a_killed_copy_frees_its_memory_before_the_program_goes_on(specx, tmp_pa
     # Without the release the group stays charged for the starved copy and the program's
     # charges fail: it waits in reclaim until the OOM killer acts, which takes the copy if it
     # has not begun to exit, the program if it is inside its exit (1 run in 4 of this test
-    # with 2 busy loops per CPU, docs/DESIGN.md §6.3). With it the limit is never reached.
+    # with 2 busy loops per CPU, docs/design/copies.md). With it the limit is never reached.
     assert (run.returncode, hits) == (0, 0), err
     assert out.splitlines()[0] == "1 hogifzero: data" and "fill: 56 MiB" in out
 
@@ -230,7 +230,7 @@ def test_a_copy_the_oom_killer_takes_is_freed_at_once_on_a_busy_machine(specx, t
     """The copy holds 48 MiB of a 64 MiB group, then is starved at SCHED_IDLE (as on a busy
     machine) when the program takes 48 MiB of its own. The OOM killer takes the copy; starved,
     its exit took seconds, and once the kernel's reaper (after 2 s) had found next to nothing
-    to reap, the killer took the program next (56 of 242 runs, docs/DESIGN.md §6.3). specx
+    to reap, the killer took the program next (56 of 242 runs, docs/design/copies.md). specx
     run's OOM guard now frees a victim's memory at once. The race is a matter of timing, so
     the test runs it several times."""
     if memcg.find() is None:
@@ -328,7 +328,7 @@ def test_a_copy_that_crashes_frees_its_memory_before_it_exits(specx, tmp_path):
     """A copy that crashes on the data it could not read (here it finds zeros, takes 56 MiB and
     dereferences NULL) ends through the runtime, its large regions freed while the OOM killer
     can still choose it, not by the signal's default action, which frees them only in its exit
-    (docs/DESIGN.md §6.3). The verbose log shows how it ended: status 128 + SIGSEGV."""
+    (docs/design/copies.md). The verbose log shows how it ended: status 128 + SIGSEGV."""
     (tmp_path / "back").mkdir()
     (tmp_path / "back" / "data").write_bytes(b"\xff" * 4096)
     script = tmp_path / "crash.ops"

@@ -1,4 +1,4 @@
-"""The stencil and swap workloads of `specx bench` (issue 4): the stencil program itself, the
+"""The stencil and swap workloads of `specx bench`: the stencil program itself, the
 swap space the harness makes and removes (swapspace.py), that the swap workload really swaps,
 and both workloads end to end at test scale. No timing is asserted."""
 import json

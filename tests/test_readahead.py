@@ -67,7 +67,7 @@ def test_a_sequential_reader_gets_a_copy_ahead_of_the_kernels_readahead(specx, t
                                                                         cold_file):
     """Such a reader misses only at the file's start: then it waits once per readahead window
     for pages in flight. A copy made at the read after such a wait runs ahead of the window
-    (docs/DESIGN.md §6.2), and the program's reads are served by its prefetches."""
+    (docs/design/read-path.md), and the program's reads are served by its prefetches."""
     only_files_cold("import os, sys", [cold_file])
     report = tmp_path / "report.json"
     with copies_get_cpu(cold_file):

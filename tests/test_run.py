@@ -462,7 +462,7 @@ def test_speculative_process_is_invisible_and_leaves_nothing(specx, tmp_path, co
 
 
 # Four threads read the files and print their digests in order: the copy of whichever
-# thread stalls runs on through the pool's queue alone (docs/DESIGN.md §9).
+# thread stalls runs on through the pool's queue alone (docs/design/read-path.md).
 THREADED_READ = (
     "import hashlib, sys\n"
     "from concurrent.futures import ThreadPoolExecutor\n"
@@ -643,7 +643,7 @@ def test_copies_that_cannot_predict_never_prefetch(specx, tmp_path):
 @pytest.mark.root
 def test_copies_that_never_predict_are_retired(specx, tmp_path):
     """A process whose copies predict none of its reads stops making them after eight in a
-    row (issue 10: copies that never earn trust must stop costing anything), and the report
+    row (copies that never earn trust must stop costing anything), and the report
     says why speculation did not help."""
     backing = tmp_path / "backing"
     backing.mkdir()

@@ -1,5 +1,5 @@
 """What a speculative copy does must not reach the other users of the program's open files
-(docs/DESIGN.md §3): a copy that closed the program's descriptions (a dup3 over one counts)
+(docs/design/sandbox.md): a copy that closed the program's descriptions (a dup3 over one counts)
 would send FUSE FLUSH requests, on which object-store file systems upload and NFS writes back;
 a copy that held them would delay a pipe reader's end of file, a TCP peer's FIN and the release
 of a flock. Each is watched from outside the program, with both mechanisms: the preload
@@ -99,7 +99,7 @@ def spec_run(tmp_path, mechanism, *args, pass_fds=()):
 # FUSE answers with a FLUSH. Descriptors from 64 on are never in a copy's table.
 LOW_DESCRIPTORS = pytest.mark.xfail(
     strict=True, reason="a new descriptor table copies the program's descriptors 0-63, and "
-    "their close is a FLUSH (docs/DESIGN.md §3)")
+    "their close is a FLUSH (docs/design/sandbox.md)")
 
 
 @pytest.mark.parametrize("numbers", [pytest.param("low", marks=LOW_DESCRIPTORS), "high"])

@@ -1,4 +1,4 @@
-"""specx run beside what the program, or what watches it, does to itself (docs/DESIGN.md §3,
+"""specx run beside what the program, or what watches it, does to itself (docs/design/sandbox.md,
 "Where specx stands aside"): a program that seals itself with seccomp (strict mode, libseccomp
 filters that kill or fail, a filter installed by the program's own syscall instruction), one
 whose cgroup's pids.max leaves room for its own tasks only, one in a memory cgroup killed as

@@ -188,7 +188,7 @@ def script_for(env, text, threads=False, static=False):
 
 # Every script also runs multi-threaded.
 THREADS = pytest.mark.parametrize("threads", [False, True], ids=["one-thread", "threads"])
-# ... and statically linked, through the supervisor (issue 12's second mechanism).
+# ... and statically linked, through the supervisor (specx run's second mechanism).
 MECHANISMS = pytest.mark.parametrize("static", [False, True], ids=["preload", "supervisor"])
 
 

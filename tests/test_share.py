@@ -1,4 +1,4 @@
-"""`specx share` (issue 11; Suh et al. 2001): jobs run in turns, their outputs and exit
+"""`specx share` (Suh et al. 2001): jobs run in turns, their outputs and exit
 statuses those of the jobs run alone, and nothing left behind however the run ends. Whether
 prefetching pays is measured by `specx bench share`, not here."""
 import contextlib

@@ -23,7 +23,7 @@ ONE_WAY_COW = 0.01
 
 
 # What `specx run` reports under other names when its supervisor served the program (a static
-# or Go one, or --backend=trace; docs/DESIGN.md §9.1).
+# or Go one, or --backend=trace; docs/design/supervisor.md).
 SUPERVISOR_KEYS = {"spec_prefetches": "prefetches", "spec_created": "copies"}
 
 

@@ -141,7 +141,7 @@ class Group:
     def reclaim_signals(self):
         """What the kernel counted in the group since it was made, for comparing the signals
         that could tell a memory control speculation pushed out pages the program needed
-        (docs/DESIGN.md §6.5): refaults and activations of evicted pages (its shadow entries:
+        (docs/design/memory-control.md): refaults and activations of evicted pages (shadow entries:
         the paper's ghost buffer) and, on v2, pages scanned by reclaim. v1 names the group's
         own counters total_*; {} when the kernel does not say."""
         prefix = "" if self.version == V2 else "total_"

@@ -52,7 +52,7 @@ MODES = {m.name: m for m in [
          "for its memory overhead (what the control of §6 prevents)", DROP_CACHES,
          _specx_run("--no-memory-control"), "libspecx.so"),
     Mode("specx-trace", "cold, `specx run --backend=trace`: the supervisor from outside the "
-         "process, whatever the program (docs/DESIGN.md §9.1)", DROP_CACHES,
+         "process, whatever the program (docs/design/supervisor.md)", DROP_CACHES,
          _specx_run("--backend=trace"), "libspecx.so"),
     Mode("specx-warm", "all data resident, under `specx run`: what specx costs when nothing "
          "stalls (compared with `warm`)", TOUCH_DATA, _specx_run(), "libspecx.so"),

@@ -160,7 +160,7 @@ def _count(value, scale=1):
 
 
 def memory_signals_table(workloads):
-    """The signals a memory control could read, beside what it counted (docs/DESIGN.md §6.5):
+    """The signals a memory control could read, beside what it counted (docs/design/memory-control.md):
     per memory size and mode, the program's stalls (major faults and reads that missed), the
     control's added and removed stalls, and what the kernel counted in the run's group
     (refaults of evicted pages, limit hits) and on the machine (PSI memory "some" time, pages
@@ -304,11 +304,11 @@ def markdown(results):
                     "overhead estimate crossed the threshold (the paper's threshold crossings); "
                     "added stalls are refaults while memory was full, at most one per page "
                     "speculation brought in, removed stalls the pages of the program's reads "
-                    "its prefetches served (docs/DESIGN.md §6.4). Copies' peak memory is the "
+                    "its prefetches served (docs/design/memory-control.md). Copies' peak memory is the "
                     "largest private memory of a copy (smaps_rollup).", ""]
         signals = memory_signals_table(results["workloads"])
         if signals:
-            out += ["## Memory signals (docs/DESIGN.md §6.5)", "", signals, "",
+            out += ["## Memory signals (docs/design/memory-control.md)", "", signals, "",
                     "Medians over runs. Program stalls: its major faults and reads that "
                     "missed the page cache. Group refaults: evicted pages read again "
                     "(`workingset_refault_*` of the run's memory cgroup); limit hits: "

@@ -1,5 +1,5 @@
 """Keeping a data set resident for `warm` runs. Reading it right before the run is not enough
-on machines that reclaim idle page cache within seconds (DESIGN-NOTES §4: about 10 s here):
+on machines that reclaim idle page cache within seconds (about 10 s here):
 a long run would find its later files evicted again. So the data is mapped and mlock'ed for
 the duration of the run — pinned, every page resident — and released afterwards."""
 import concurrent.futures

@@ -119,7 +119,7 @@ def _make_loop(size_bytes, directory):
     _write_zeros(backing, size_bytes)
     # Direct I/O: the loop device then keeps no page cache of its own for the file. With it
     # buffered, swapping in from a memory cgroup at its limit deadlocked: the loop worker's
-    # page-cache pages are charged to the group it swaps for (docs/DESIGN.md §7).
+    # page-cache pages are charged to the group it swaps for (docs/design/share.md).
     proc = subprocess.run([_which("losetup") or "losetup", "--find", "--show", "--direct-io=on",
                            backing], capture_output=True, text=True)
     if proc.returncode != 0:

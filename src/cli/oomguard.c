@@ -24,7 +24,7 @@
  * own reaper comes). On v1 the event comes before the killer chooses, and a victim that is
  * itself the one charging, starved at idle priority, may take long to choose; a victim is the
  * more urgent to free the sooner it is found (starved, one needed 0.4-0.6 s to begin its exit,
- * docs/DESIGN.md §6.3). */
+ * docs/design/copies.md). */
 #define STEP_NS (2 * 1000000L)
 #define AFTER_KILL_STEPS 25
 #define MAX_STEPS 1000

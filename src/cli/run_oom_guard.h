@@ -1,7 +1,7 @@
 /* specx run's OOM guard: where the program's memory cgroup has a limit, a small process beside
  * the program that, whenever the group's OOM killer acts, frees the memory of the process it
  * killed at once (kernel/oom_victim.h says why a copy starved at idle priority needs this, and
- * docs/DESIGN.md §6.3 what it cost before). It is nobody's child the program can see (it is
+ * docs/design/copies.md what it costs without). It is nobody's child the program can see (it is
  * orphaned at birth), runs in the group above the program's, has its own session, holds no
  * file of the program's, and ends with the program. Its loop is the program specx-oomguard
  * (oomguard.c); this is the side that starts it. */

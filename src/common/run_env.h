@@ -11,9 +11,9 @@
 /* "1": the runtime reports speculation events on stderr (--verbose). */
 #define SPECX_VERBOSE_ENV "SPECX_VERBOSE"
 /* "1": no memory control: speculation is never stopped for its memory overhead
- * (--no-memory-control; docs/DESIGN.md §6.4). */
+ * (--no-memory-control; docs/design/memory-control.md). */
 #define SPECX_NO_MEMORY_CONTROL_ENV "SPECX_NO_MEMORY_CONTROL"
-/* How a copy is made: "basic" or "fast" (--refork; docs/DESIGN.md §4). */
+/* How a copy is made: "basic" or "fast" (--refork; docs/design/copies.md). */
 #define SPECX_REFORK_ENV "SPECX_REFORK"
 /* Prefetches a copy may have outstanding (--horizon), 1 to SPECX_HORIZON_MAX. */
 #define SPECX_HORIZON_ENV "SPECX_HORIZON"

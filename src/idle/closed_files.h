@@ -1,4 +1,4 @@
-/* The files the background wrote and closed (issue 14, Disk). The dirty bound starts write-back
+/* The files the background wrote and closed (docs/design/idle.md, Disk). The dirty bound starts write-back
  * of what the background has open; a file it wrote and closed has left /proc/PID/fd, and its
  * data would wait for the kernel's flushers (up to 30 s, at their I/O class): a command that
  * writes many files (an unpack, a backup, a build) escaped the bound entirely.

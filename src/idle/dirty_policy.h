@@ -1,4 +1,4 @@
-/* How much unwritten data the background may have (issue 14, Disk). Its write-back runs in
+/* How much unwritten data the background may have (docs/design/idle.md, Disk). Its write-back runs in
  * the kernel's flusher threads, at their I/O class and not the background's, up to 30 s after
  * the write: unbounded, a background that writes can fill the foreground's device queue long
  * after it was preempted. So its dirty data is bounded: above the bound it is held (frozen)
@@ -18,7 +18,7 @@
  * samples and what the kernel's batched counters do not show yet (up to 60 MiB of such a
  * writer here, tests/test_idle.py). A sample is a wakeup of specx idle and a read of
  * memory.stat: at 10 ms, 1.3-1.6 % of a CPU, and 0.8-1.0 % of a foreground's time on the CPU
- * it shares (measured, docs/DESIGN.md §8): so the bound rests when it can (below). */
+ * it shares (measured, docs/design/idle.md): so the bound rests when it can (below). */
 #define IDLE_DIRTY_SLOW_NS 10000000ull
 #define IDLE_DIRTY_FAST_NS 2000000ull
 /* Without a bound the samples only feed the report's peak. */

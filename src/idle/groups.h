@@ -1,7 +1,7 @@
 /* The background's control groups. One group per hierarchy that has something to offer: the
  * memory controller (the controller that shrinks it), the CPU controller (its idle setting), and
  * the v2 hierarchy's core files (its own PSI, and freezing) — all one group on a pure v2 system,
- * three on a machine whose memory and CPU controllers are on v1 (docs/DESIGN.md §8). */
+ * three on a machine whose memory and CPU controllers are on v1 (docs/design/idle.md). */
 #ifndef IDLE_GROUPS_H
 #define IDLE_GROUPS_H
 

@@ -1,6 +1,6 @@
 /* specx idle: a command that runs on idle capacity only — CPU, disk and memory nobody else
  * wants, given back the moment the foreground needs them — with its file changes kept apart
- * until they are validated and committed (Eggert 2002). docs/DESIGN.md §8 says how each
+ * until they are validated and committed (Eggert 2002). docs/design/idle.md says how each
  * resource maps to this kernel; specx-idle(1) says how to use it. */
 #include <errno.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@ struct idle_memory {
     struct idle_hold *hold;     /* where it freezes the background */
     struct idle_yield_state state;
     bool enabled;
-    /* What pressure is read from (docs/DESIGN.md §8, Memory). */
+    /* What pressure is read from (docs/design/idle.md, Memory). */
     bool psi_usable;            /* PSI of the v2 group above the background's and of the
                                    background's own: the difference is time the foreground
                                    stalled while the background did not */

@@ -30,7 +30,7 @@
 /* The foreground's bucket: one full GSO packet (64 KiB), or 1 ms of the rate where that is
  * more. HTB's default (one frame) paces a burst to the rate from its first packet, while the
  * bottleneck behind us, whose own bucket holds at least a GSO packet, would let it through:
- * a bursty foreground lost a third of its throughput to that default (docs/DESIGN.md §8, Network).
+ * a bursty foreground lost a third of its throughput to that default (docs/design/idle.md, Network).
  * The background keeps the default: its bursts are what would queue ahead of the FG. */
 #define MIN_BURST_BYTES 65536u
 #define BURST_PER_SECOND 1000u

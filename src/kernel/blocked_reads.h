@@ -1,6 +1,6 @@
 /* Threads of a process blocked in reads of regular files, seen from outside through /proc: what
  * a program the preload runtime cannot enter (static, Go) waits for, and the trigger a
- * supervisor would use (docs/DESIGN.md §9.1). A sampler, not a hook: nothing is installed in
+ * supervisor would use (docs/design/supervisor.md). A sampler, not a hook: nothing is installed in
  * the process, which runs exactly as without specx. */
 #ifndef SPECX_KERNEL_BLOCKED_READS_H
 #define SPECX_KERNEL_BLOCKED_READS_H

@@ -2,7 +2,7 @@
  * where memory and freezer are v1) and v2 (one unified hierarchy, as on most users' systems).
  * The one reader of cgroupfs for every part of specx: the runtime (its memory cgroup's limit),
  * `specx share` (a group per job, freezing) and `specx idle` (the background's groups).
- * docs/DESIGN.md §0 ("the kernel layer") says which files are used on which version. */
+ * docs/design/kernel.md says which files are used on which version. */
 #ifndef SPECX_KERNEL_CGROUP_H
 #define SPECX_KERNEL_CGROUP_H
 

@@ -1,5 +1,5 @@
 /* What the kernel says about a process that makes any copy of it unsafe, whoever makes the
- * copy (the preload runtime from inside, the supervisor from outside): docs/DESIGN.md §3,
+ * copy (the preload runtime from inside, the supervisor from outside): docs/design/sandbox.md,
  * "Where specx stands aside".
  * - A seccomp filter or strict mode: the copy's birth and sealing are system calls the
  *   program's own list may refuse, by killing the program (strict mode, a KILL action) or by

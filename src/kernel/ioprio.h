@@ -1,6 +1,6 @@
 /* I/O priority classes (ioprio_set(2), which glibc does not wrap): the idle class that
  * speculative copies, prefetchers and `specx idle`'s background run in, honoured by the BFQ and
- * mq-deadline schedulers and by specx slowfs (docs/DESIGN.md §1). */
+ * mq-deadline schedulers and by specx slowfs (docs/design/slowfs.md). */
 #ifndef SPECX_KERNEL_IOPRIO_H
 #define SPECX_KERNEL_IOPRIO_H
 

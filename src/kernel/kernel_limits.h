@@ -9,7 +9,7 @@
 
 /* The read-ahead size in bytes of the device holding files of st_dev DEV
  * (/sys/class/bdi/MAJ:MIN/read_ahead_kb, or the queue of the disk of a partition): one
- * posix_fadvise(WILLNEED) call reads at most that much (docs/DESIGN.md §2). 0 if unknown. */
+ * posix_fadvise(WILLNEED) call reads at most that much (docs/design/read-path.md). 0 if unknown. */
 uint64_t specx_readahead_bytes(dev_t dev);
 
 #endif

@@ -1,4 +1,4 @@
-/* Processes the OOM killer has chosen, freed at once (docs/DESIGN.md §6.3).
+/* Processes the OOM killer has chosen, freed at once (docs/design/copies.md).
  *
  * A killed process frees its memory in its own exit, at its own CPU priority. A speculative
  * copy runs at SCHED_IDLE (fraser-chang-2003 §4.1.3): beside busy CPUs its exit takes seconds,

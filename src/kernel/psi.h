@@ -3,7 +3,7 @@
  * it exists in v2 groups even where the memory controller is on v1). Its users sample the
  * "total" counters rather than arm a trigger: without CAP_SYS_RESOURCE (which root lacks on
  * the development machines) the kernel takes only trigger windows of whole 2 s, and such a
- * trigger can lag pressure by up to 2 s (docs/DESIGN.md section 8, Memory). */
+ * trigger can lag pressure by up to 2 s (docs/design/idle.md, Memory). */
 #ifndef SPECX_KERNEL_PSI_H
 #define SPECX_KERNEL_PSI_H
 

@@ -2,7 +2,7 @@
  * scheduling suspends and resumes jobs in turns; a script freezes Kubernetes pods), specx share
  * schedules nothing. It watches which of the given cgroups are frozen, learns their rotation
  * (who ran after whom, how long a turn lasts), and prefetches the job it predicts next as the
- * rotation itself would (docs/DESIGN.md §7). It never freezes or thaws anything. */
+ * rotation itself would (docs/design/share.md). It never freezes or thaws anything. */
 #include "follow.h"
 
 #include <errno.h>

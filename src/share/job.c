@@ -188,7 +188,7 @@ static _Noreturn void exec_job(struct share_job *j, const struct share_groups *g
  * pages: they are what makes room for the running job, and a reclaim that cannot take them
  * ends in the OOM killer (a group with swappiness 0, which the job's group inherits, swaps
  * nothing). Frozen, its group weighs anonymous pages as much as file pages (100, or more if
- * the job's own is higher); thawed, it has its own swappiness again (docs/DESIGN.md §7). */
+ * the job's own is higher); thawed, it has its own swappiness again (docs/design/share.md). */
 static void let_reclaim_swap(const struct share_job *j, bool frozen)
 {
     const int frozen_swappiness = 100;

@@ -1,5 +1,5 @@
 /* specx share: memory-hungry jobs run in turns, each turn started warm by prefetching the next
- * job's memory during the current one (Suh et al. 2001). docs/DESIGN.md §7 says how each part
+ * job's memory during the current one (Suh et al. 2001). docs/design/share.md says how each part
  * maps to this kernel; specx-share(1) says how to use it. */
 #include <errno.h>
 #include <poll.h>

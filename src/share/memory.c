@@ -122,7 +122,7 @@ static struct swapped_list pages_with(pid_t pid, const struct ranges *r, uint64_
  * out the least recently used first, into increasing slots. The paper brings a job's pages in
  * most recently used first, but nothing on this kernel tells that order (no idle-page
  * tracking, no soft-dirty bits; bench/share-recency found slot order, like address order,
- * uncorrelated with true recency: docs/DESIGN.md §7); slot order at least reads the swap
+ * uncorrelated with true recency: docs/design/share.md); slot order at least reads the swap
  * device from start to end, in the largest requests it can merge, and for a job that sweeps
  * its memory it is the order of next use. */
 static int by_slot(const void *a, const void *b)

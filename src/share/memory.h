@@ -35,7 +35,7 @@ uint64_t share_memory_unused(struct share_job *j);
  * MemAvailable), less a margin of a sixteenth (at least 4 MiB) for the running job to grow
  * into. A prefetch never takes more: what it brings in must not push the running job's pages
  * out, nor leave the kernel to reclaim in a hurry — a job was OOM-killed when it did (a
- * prefetch during the turn, every page of the group active; docs/DESIGN.md §7). */
+ * prefetch during the turn, every page of the group active; docs/design/share.md). */
 uint64_t share_memory_room(const struct specx_cgroup *group);
 
 /* After the job's turn: marks its resident private anonymous memory cold (MADV_COLD: first

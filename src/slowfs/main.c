@@ -24,7 +24,7 @@
 /* Worker threads beyond the requests the kernel may have in flight, for synchronous ones. */
 #define SPARE_THREADS 16
 
-/* Requests the kernel may send at once (docs/DESIGN.md §1; libfuse's defaults are 12, with 10
+/* Requests the kernel may send at once (docs/design/slowfs.md; libfuse's defaults are 12, with 10
  * threads): enough for every disk to have a queue, and never fewer than 256, so that
  * idle-class prefetches waiting for a disk inside slowfs, where the model can put regular
  * requests first, do not fill the kernel's slots and queue regular reads behind them in the

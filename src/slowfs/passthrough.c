@@ -112,7 +112,7 @@ static void *sf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->nullpath_ok = 1; /* operations on open files use the descriptor ... */
     cfg->hard_remove = 1; /* ... so an unlinked open file needs no hidden rename */
     /* The device model, not FUSE's defaults (12 background requests), decides how many
-     * reads are served at once (docs/DESIGN.md §1). */
+     * reads are served at once (docs/design/slowfs.md). */
     conn->max_background = s->max_background;
     conn->congestion_threshold = s->max_background;
     return s;

@@ -2,7 +2,7 @@
  * supervisor: the way CRIU's parasite gets into a process, reduced to what specx needs (a
  * clone made by the program's own thread, and the few calls that seal that clone). Nothing is
  * left in the thread: its registers are put back as they were and it is let go
- * (docs/DESIGN.md §9.1). x86-64 only. */
+ * (docs/design/supervisor.md). x86-64 only. */
 #ifndef SPECX_HELD_THREAD_H
 #define SPECX_HELD_THREAD_H
 

@@ -157,7 +157,7 @@ static int install_filter(struct held_thread *copy, struct outside_copy *c, uint
     if (c->listener < 0)
         return -errno;
     /* The copy's wake-ups go to the supervisor's CPU and back at once (2.5 us a served call
-     * instead of 34 measured, docs/DESIGN.md §9.1); kernels before 6.6 just lack it. */
+     * instead of 34 measured, docs/design/supervisor.md); kernels before 6.6 just lack it. */
     ioctl(c->listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, 0);
     const uint64_t close_args[6] = { (uint64_t)fd };
     if ((err = held_syscall_begin(copy, SYS_close, close_args)) < 0)
@@ -193,7 +193,7 @@ static int seal(struct held_thread *copy, struct outside_copy *c, bool shared)
         err = call(copy, SYS_munmap, (uint64_t)scratch, SCRATCH_BYTES, 0);
     /* Idle CPU. Not the idle disk class: what it reads itself are page faults, and a program
      * that faults the same page then waits for the copy's read at that class (measured on
-     * the stencil, docs/DESIGN.md §9.1); its file reads are the supervisor's prefetches. */
+     * the stencil, docs/design/supervisor.md); its file reads are the supervisor's prefetches. */
     struct sched_param idle = { 0 };
     if (err == 0)
         err = sched_setscheduler(copy->tid, SCHED_IDLE, &idle) < 0 ? -errno : 0;

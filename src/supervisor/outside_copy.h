@@ -1,4 +1,4 @@
-/* The supervisor's speculative copy (docs/DESIGN.md §9.1): a clone made by a stalled thread of
+/* The supervisor's speculative copy (docs/design/supervisor.md): a clone made by a stalled thread of
  * the program, injected while the thread is held, then sealed from outside with the sandbox
  * the runtime's copy gives itself (§3): parent-death signal, its own process group, the
  * seccomp allow-list, idle CPU priority. Its offset-bound calls and opens reach the supervisor

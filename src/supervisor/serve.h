@@ -1,4 +1,4 @@
-/* Serving the supervisor's copy's notified calls (docs/DESIGN.md §9.1): its reads become
+/* Serving the supervisor's copy's notified calls (docs/design/supervisor.md): its reads become
  * prefetches (Fraser & Chang 2003 §4.1.2: data in memory is copied into the copy, data that
  * is not is prefetched and the read returns as if done), at the copy's own offsets; its opens
  * are checked as the runtime's open trap checks them (§4.1.1) and handed over read-only. */

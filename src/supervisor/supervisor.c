@@ -209,7 +209,7 @@ static bool copy_behind(const struct supervisor *s)
 }
 
 /* A thread of the program has just blocked in a read R. Only the copy's own thread says whether
- * it diverged (docs/DESIGN.md §9): the other threads' reads come from the same queue of work. */
+ * it diverged (docs/design/read-path.md): the other threads' reads come from the same queue of work. */
 static void on_stall(struct supervisor *s, const struct specx_blocked_read *r)
 {
     if (copy_running(s)) {

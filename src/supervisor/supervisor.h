@@ -1,4 +1,4 @@
-/* specx run's second mechanism (docs/DESIGN.md §9.1), for programs the preload runtime cannot
+/* specx run's second mechanism (docs/design/supervisor.md), for programs the preload runtime cannot
  * enter: statically linked, Go. Nothing is installed in the program. A sampler (the trigger)
  * sees a thread of it blocked in a read of a regular file; if no copy predicted that read, the
  * supervisor clones the thread as it comes back from the read (held_thread.h), seals the clone

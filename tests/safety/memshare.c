@@ -1,6 +1,6 @@
 /* memshare: a program that changes memory other processes or files see, between reads that
- * stall on a cold file, for the differential tests of tests/test_mapped_safety.py (issue 4,
- * Safety). Every step waits for data (a pread of a cold range of DATA into private memory),
+ * stall on a cold file, for the differential tests of tests/test_mapped_safety.py.
+ * Every step waits for data (a pread of a cold range of DATA into private memory),
  * writes something derived from it, then waits again (a page fault on another cold range of
  * DATA, mapped). A
  * speculative copy of the program runs ahead during the waits and goes through the same

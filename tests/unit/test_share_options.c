@@ -28,7 +28,7 @@ static void splitting(void)
 }
 
 /* With nothing said: turns of 5 s, round robin, the model's prefetch (it beat prefetching at
- * the switch in the benchmark's medians: docs/DESIGN.md §7), no release hints. */
+ * the switch in the benchmark's medians: docs/design/share.md), no release hints. */
 static void defaults(void)
 {
     char prog[] = "specx-share", sep[] = "--", cmd[] = "true";

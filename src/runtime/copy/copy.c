@@ -46,7 +46,7 @@ static uint64_t copy_dev, copy_ino;
 static uint64_t copy_born_ns;
 static bool copy_dry; /* the speculative process only predicts (trust.h) */
 /* The thread of the program it is a copy of: only that thread's stalls tell whether it
- * diverged (docs/DESIGN.md §9). */
+ * diverged (docs/design/read-path.md). */
 static pid_t copy_thread;
 /* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
 static struct specx_lazy_set lazy_set;
@@ -103,7 +103,7 @@ static void reap_dying(bool wait)
  * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
  * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
  * the OOM killer no longer sees the copy (an exiting process has let go of its memory map): a
- * program that allocated then was the only candidate, and was killed (docs/DESIGN.md §6.3).
+ * program that allocates then is the only candidate, and is killed (docs/design/copies.md).
  * Without a limit the program does not pay for that release: the copy's private memory (a
  * PostgreSQL copy's privatized shared buffers, 128 MiB) takes milliseconds to free. */
 static bool memory_bounded(void)
@@ -138,7 +138,7 @@ static void kill_copy(void)
     }
 }
 
-/* One thread of the program at a time manages the copy: whichever stalls (issue 12). A thread
+/* One thread of the program at a time manages the copy: whichever stalls. A thread
  * that finds another at it goes on with its read unaided, since waiting would only lengthen its
  * stall. specx.manager holds the manager's tid (0: none), so that an exit or exec from a
  * signal handler that interrupted the manager does not wait for itself. */

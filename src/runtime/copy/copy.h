@@ -2,7 +2,7 @@
  * created at the first stall, re-created ("synchronized") when the program stalls on data it
  * failed to prefetch, killed with its program (exit, exec). In a multi-threaded program the
  * thread that stalls manages the copy, one thread at a time; the copy is a clone of that
- * thread alone (docs/DESIGN.md §9). */
+ * thread alone (docs/design/read-path.md). */
 #ifndef SPECX_COPY_H
 #define SPECX_COPY_H
 
@@ -24,7 +24,7 @@ bool specx_copy_on_stall(const struct specx_stall *stall);
 
 /* Called at a read of data in memory that follows a wait for the kernel's readahead on the
  * same descriptor: a sequential reader the kernel keeps only a window or two ahead of, whose
- * next waits a copy can turn into prefetches of its own (docs/DESIGN.md §6.2). Creates or
+ * next waits a copy can turn into prefetches of its own (docs/design/read-path.md). Creates or
  * synchronizes the speculative process as at a stall, but the program goes on at once (its
  * data is here). Returns true in the new speculative process, which performs the read. */
 bool specx_copy_after_wait(const struct specx_stall *stall);
@@ -44,7 +44,7 @@ void specx_copy_stop(void);
 
 /* The program is about to install a seccomp filter or enter strict mode (entry/seccomp.c), or
  * started with one (inherited across exec): the runtime stands aside for the rest of this
- * process image and its children (docs/DESIGN.md §3). Its copy is stopped now, while that
+ * process image and its children (docs/design/sandbox.md). Its copy is stopped now, while that
  * is still allowed; every wrapper then passes straight through and makes no call of the
  * runtime's own, and this returns once no other thread is in the runtime's calls. */
 void specx_copy_stand_aside(void);

@@ -18,7 +18,7 @@ _Noreturn void specx_copy_end_itself(void);
 
 /* The same for a copy that a signal (SIGNO) would kill: a copy crashing on the data it could
  * not read would otherwise free its memory only in its exit, out of the OOM killer's sight
- * (docs/DESIGN.md §6.3). It exits with status 128 + SIGNO. Async-signal-safe. */
+ * (docs/design/copies.md). It exits with status 128 + SIGNO. Async-signal-safe. */
 _Noreturn void specx_copy_end_by_signal(int signo);
 
 /* In a new copy, before it is sealed: the signals that end a process by default (a crash:

@@ -28,7 +28,7 @@
 #include "sandbox/privatize.h"
 
 /* The unit of protection, prediction and prefetch is a chunk: what one WILLNEED call reads,
- * the device's read-ahead size (128 KiB on FUSE: docs/DESIGN.md §2), aligned in the file. A
+ * the device's read-ahead size (128 KiB on FUSE: docs/design/read-path.md), aligned in the file. A
  * smaller one would cost a device with a larger read-ahead more requests than the program's
  * own readahead makes (matvec, 1 MiB read-ahead, 16 MiB cgroup: 1.74 s cold, 3.27 s with
  * 128 KiB prefetches); a larger one, more memory per prediction. */

@@ -185,7 +185,7 @@ static enum specx_read_action check_spec_read(struct specx_read *r, int fd)
 }
 
 /* Whether this read of data in memory follows a wait for the kernel's readahead on the same
- * descriptor (§6.2 of docs/DESIGN.md): a sequential reader waits there once per readahead
+ * descriptor (docs/design/read-path.md): a sequential reader waits there once per readahead
  * window, which keeps one or two requests in flight; no read of it misses, so without this no
  * copy would run ahead of it. Once per wait. */
 static bool after_wait(int fd)

@@ -18,7 +18,7 @@
  * After SPECX_RETIRE_AFTER useless copies in a row the process makes no more (retired): a
  * program whose reads no copy can foresee (the sqlite3 shell checks every page, and its copies
  * die of the garbage they see in place of missing data) must stop paying for copies after a
- * bounded number of stalls, whatever the per-file reprieves (docs/DESIGN.md §6). */
+ * bounded number of stalls, whatever the per-file reprieves (docs/design/read-path.md). */
 #ifndef SPECX_POLICY_BACKOFF_H
 #define SPECX_POLICY_BACKOFF_H
 

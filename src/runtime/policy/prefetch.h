@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* One POSIX_FADV_WILLNEED call reads at most the device's read_ahead_kb (128 KiB on FUSE) and
- * silently drops the rest (measured here: docs/DESIGN.md §2). */
+ * silently drops the rest (measured here: docs/design/read-path.md). */
 #define SPECX_PREFETCH_CHUNK (128u * 1024u)
 
 /* Where the prefetch for a read ending at `end` of a file of `size` bytes ends. A random read

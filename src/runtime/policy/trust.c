@@ -1,7 +1,7 @@
 #include "policy/trust.h"
 
 /* Share of a copy's predictions the program must read for copies to prefetch for real: the
- * complement of issue 3's 10 % bar on unused speculative prefetches. */
+ * complement of the 10 % bar on unused speculative prefetches. */
 #define TRUST_ACCURACY 0.9
 /* Weight of the newest copy in the estimates (the paper's alpha, §6.1): history halves at
  * each judged copy, so a program whose phases differ (PostgreSQL's catalog reads, where

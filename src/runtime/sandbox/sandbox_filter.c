@@ -189,7 +189,7 @@ static const int allowed_privatized[] = {
     ALLOW(SCMP_SYS(epoll_pwait2), "waits on private objects or /dev/null"),
 };
 
-/* What the supervisor serves in its copy (docs/DESIGN.md §9.1), by user notification. */
+/* What the supervisor serves in its copy (docs/design/supervisor.md), by user notification. */
 static const int served_outside[] = {
     SCMP_SYS(read),
     SCMP_SYS(pread64),

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 /* The two speculative copies: the runtime's, made and sealed by itself after privatize.c gave
- * it descriptors and mappings of its own; and the supervisor's (docs/DESIGN.md §9.1), made from
+ * it descriptors and mappings of its own; and the supervisor's (docs/design/supervisor.md), made from
  * outside, which shares its descriptors' offsets with the program and has its offset-bound
  * calls and its opens served by the supervisor through a user-notification listener. */
 enum specx_filter_kind { SPECX_FILTER_INSIDE, SPECX_FILTER_OUTSIDE };
