@@ -19,6 +19,9 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("SPECX_BUILD_DIR", REPO / "build"))
 SPECX = BUILD / "specx"
+# The harness's modules the tests import ask the specx that started them (`specx bench` says
+# which): here, the build's.
+os.environ.setdefault("SPECX_EXE", str(SPECX))
 IS_ROOT = os.geteuid() == 0
 LONG = os.environ.get("SPECX_TEST_LONG") == "1"
 # SPECX_TEST_BUSY=N runs the session beside N CPU-bound processes, as on a loaded CI machine.
