@@ -51,25 +51,44 @@ static void check_kernel_version(struct doctor_report *r)
     }
 }
 
-/* Asks cachestat(2) about the first page of this program's own file. */
-static void check_cachestat(struct doctor_report *r)
+/* cachestat(2) on the first page of FD: 0 or errno. */
+static int cachestat_first_page(int fd)
 {
     struct { uint64_t off, len; } range = { 0, 4096 };
     uint64_t counts[5];
+    return syscall(__NR_cachestat, fd, &range, counts, 0) < 0 ? errno : 0;
+}
+
+/* cachestat(2) on a file this user made, then on one it can read but neither owns nor may
+ * write: the kernel tells a file's page cache only to those who own it or may write it (or
+ * have CAP_FOWNER), and mincore(2) has the same rule. */
+static void check_cachestat(struct doctor_report *r)
+{
     struct doctor_check *c = doctor_add(r, "run, share", "cachestat");
-    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-    long rc = fd < 0 ? -1 : syscall(__NR_cachestat, fd, &range, counts, 0);
-    int e = errno;
+    const char *others = "/etc/passwd";
+    FILE *own = tmpfile();
+    int own_e = own ? cachestat_first_page(fileno(own)) : errno;
+    if (own)
+        fclose(own);
+    int fd = open(others, O_RDONLY | O_CLOEXEC);
+    int others_e = fd < 0 ? errno : cachestat_first_page(fd);
     if (fd >= 0)
         close(fd);
-    if (rc == 0) {
-        doctor_found(c, "cachestat(2) answers");
-        return;
+    if (own_e != 0) {
+        doctor_found(c, "cachestat(2) fails: %s", strerror(own_e));
+        doctor_consequence(c, DOCTOR_DEGRADED,
+                           "residency is asked through mincore(2), which maps each range first");
+        doctor_fix(c, "Linux 6.5 or newer");
+    } else if (others_e == EPERM) {
+        doctor_found(c, "cachestat(2) answers for files this user owns or may write, not for "
+                     "others' (%s: %s)", others, strerror(others_e));
+        doctor_consequence(c, DOCTOR_DEGRADED,
+                           "specx run cannot tell a stall on others' files (system files, shared "
+                           "data): those reads pass uncounted, with no speculation");
+        doctor_fix(c, "run specx as the owner of the data, or as root");
+    } else {
+        doctor_found(c, "cachestat(2) answers%s", others_e == 0 ? ", for others' files too" : "");
     }
-    doctor_found(c, "cachestat(2) fails: %s", strerror(e));
-    doctor_consequence(c, DOCTOR_DEGRADED,
-                       "residency is asked through mincore(2), which maps each range first");
-    doctor_fix(c, "Linux 6.5 or newer");
 }
 
 static void check_psi(struct doctor_report *r)
