@@ -15,8 +15,8 @@ from conftest import NOBODY, run_specx
 
 # Every check the report has on any machine (io-sched lines are one per disk).
 CHECKS = ["kernel", "cachestat", "psi", "psi-triggers", "fanotify", "overlayfs", "userfaultfd",
-          "seccomp", "ptrace", "cgroup memory", "memory.oom.group", "io.cost", "swap", "zram",
-          "htb"]
+          "seccomp", "ptrace", "cgroup memory", "memory.oom.group", "io.cost", "fuse",
+          "drop_caches", "swap", "zram", "htb"]
 CAP_SYS_RESOURCE = 24
 
 
@@ -144,7 +144,7 @@ def test_an_unprivileged_user_is_told_what_it_cannot_do(specx, unprivileged_buil
                      env={**os.environ, **env, "TMPDIR": "/tmp"})
     assert proc.returncode == 1, proc.stderr
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
-    for name in ("fanotify", "overlayfs"):
+    for name in ("fanotify", "overlayfs", "fuse", "drop_caches"):
         assert checks[name]["status"] != "ok" and checks[name]["fix"], checks[name]
     if "delegation memory" in checks:
         assert checks["delegation memory"]["status"] == "missing"

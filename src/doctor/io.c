@@ -1,8 +1,11 @@
-/* Block I/O and swap: the scheduler of each disk and whether it honours the idle I/O class
- * that speculative copies, share's prefetches and idle's background run in; swap space; zram. */
+/* Storage: the scheduler of each disk and whether it honours the idle I/O class that
+ * speculative copies, share's prefetches and idle's background run in; FUSE, which specx slowfs
+ * mounts its emulated device with; the page cache's drop, which cold benchmark runs need; swap
+ * space; zram. */
 #include "doctor/doctor.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +81,45 @@ static void check_schedulers(struct doctor_report *r)
                      "no disk with a request queue is visible here");
 }
 
+/* specx slowfs mounts with allow_other and controls the page cache: root only. */
+static void check_fuse(struct doctor_report *r)
+{
+    struct doctor_check *c = doctor_add(r, "slowfs, bench", "fuse");
+    int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+    int e = fd < 0 ? errno : 0;
+    if (fd >= 0)
+        close(fd);
+    if (e) {
+        doctor_found(c, "/dev/fuse cannot be opened: %s", strerror(e));
+        doctor_consequence(c, DOCTOR_MISSING, "specx slowfs cannot mount, specx bench cannot run");
+        doctor_fix(c, e == ENOENT ? "modprobe fuse" : "run specx slowfs and specx bench as root");
+    } else if (geteuid() != 0) {
+        doctor_found(c, "/dev/fuse opens, but this user is not root");
+        doctor_consequence(c, DOCTOR_MISSING,
+                           "specx slowfs runs as root only (allow_other mounts, cache control), "
+                           "and specx bench with it");
+        doctor_fix(c, "run specx slowfs and specx bench as root");
+    } else {
+        doctor_found(c, "/dev/fuse opens");
+    }
+}
+
+/* Opened for writing only: a write would empty the machine's page cache. */
+static void check_drop_caches(struct doctor_report *r)
+{
+    struct doctor_check *c = doctor_add(r, "bench (cold runs)", "drop_caches");
+    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        doctor_found(c, "/proc/sys/vm/drop_caches can be written");
+        return;
+    }
+    doctor_found(c, "/proc/sys/vm/drop_caches: %s", strerror(errno));
+    doctor_consequence(c, DOCTOR_DEGRADED,
+                       "specx bench cannot empty the page cache before a cold run");
+    doctor_fix(c, "run specx bench as root");
+}
+
 /* Swap space in use, in KiB, from /proc/swaps; -1 if it cannot be read. */
 static long long swap_kib(int *devices)
 {
@@ -131,6 +173,8 @@ static void check_zram(struct doctor_report *r)
 void doctor_check_io(struct doctor_report *r)
 {
     check_schedulers(r);
+    check_fuse(r);
+    check_drop_caches(r);
     check_swap(r);
     check_zram(r);
 }
