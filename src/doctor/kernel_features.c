@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>

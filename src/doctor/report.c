@@ -1,10 +1,10 @@
-/* The list of checks and its two forms: a table for people, JSON for scripts. */
+/* The list of checks and its two forms, a table for people and JSON for scripts; and the child
+ * process the probes that change a process run in. */
 #include "doctor/doctor.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
