@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "kernel/cgroup.h"
 #include "kernel/copy_hazards.h"
+#include "kernel/kfile.h"
 
 /* The controllers specx uses, and their v1 names where they differ. */
 static const char *const controllers[] = { "memory", "cpu", "freezer", "pids", "io", "blkio",
@@ -142,6 +143,23 @@ void doctor_print_cgroup_text(void)
         printf("new memory groups go in %s\n", parent.dir);
 }
 
+/* Whether CONTROLLER belongs to a v1 hierarchy (mounted or not): /proc/cgroups gives it a
+ * hierarchy number, 0 for v2's. Such a controller cannot be enabled on v2. */
+static bool bound_to_v1(const char *controller)
+{
+    char text[2048];
+    if (specx_kfile_read("/proc/cgroups", text, sizeof text) < 0)
+        return false;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        char name[32];
+        int hierarchy;
+        if (sscanf(line, "%31s %d", name, &hierarchy) == 2 && strcmp(name, controller) == 0)
+            return hierarchy != 0;
+    }
+    return false;
+}
+
 /* One line for CONTROLLER's hierarchy. */
 static bool check_controller(struct doctor_report *r, const struct v2_view *v2,
                              const char *controller, const char *used_by,
@@ -156,7 +174,10 @@ static bool check_controller(struct doctor_report *r, const struct v2_view *v2,
     }
     doctor_found(c, "no cgroup hierarchy has the %s controller", controller);
     doctor_consequence(c, if_missing, "%s", consequence);
-    if (v2->mounted)
+    if (bound_to_v1(controller))
+        doctor_fix(c, "mount its v1 hierarchy: mount -t cgroup -o %s cgroup /sys/fs/cgroup/%s",
+                   controller, controller);
+    else if (v2->mounted)
         doctor_fix(c, "enable it in the v2 root: echo +%s > %s/cgroup.subtree_control",
                    controller, v2->where.mount);
     else
@@ -192,7 +213,11 @@ static void check_oom_group(struct doctor_report *r)
 {
     struct specx_cgroup memory;
     struct doctor_check *c = doctor_add(r, "run", "memory.oom.group");
-    if (specx_cgroup_of(0, "memory", &memory) < 0 || memory.version == SPECX_CG_V1) {
+    if (specx_cgroup_of(0, "memory", &memory) < 0) {
+        doctor_found(c, "no memory group to look at");
+        return;
+    }
+    if (memory.version == SPECX_CG_V1) {
         doctor_found(c, "the memory controller is on v1, which has no memory.oom.group");
         return;
     }
