@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/userfaultfd.h>
@@ -162,60 +163,55 @@ static void check_fanotify(struct doctor_report *r)
                              : "a kernel built with CONFIG_FANOTIFY=y");
 }
 
-struct overlay_dirs {
-    char top[64], lower[80], upper[80], work[80], merged[80];
-};
+/* The probe's directories, in a fresh one of its own, and what overlayfs makes in its work
+ * directory (removed first). */
+static const char *const overlay_dirs[] = { "lower", "upper", "work", "merged" };
+static const char *const overlay_made[] = { "work/work", "work/index" };
 
-/* In a mount namespace of its own, as specx idle --isolate does. */
-static int mount_overlay(void *arg)
+/* In a mount namespace of its own, as specx idle --isolate does; in directory TOP. */
+static int mount_overlay(void *top)
 {
-    const struct overlay_dirs *d = arg;
-    char options[320];
-    snprintf(options, sizeof options, "lowerdir=%s,upperdir=%s,workdir=%s", d->lower, d->upper,
-             d->work);
-    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-        mount("overlay", d->merged, "overlay", 0, options) < 0)
+    if (chdir(top) < 0 || unshare(CLONE_NEWNS) < 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("overlay", "merged", "overlay", 0, "lowerdir=lower,upperdir=upper,workdir=work") < 0)
         return -1;
-    return umount(d->merged);
+    return umount("merged");
 }
 
-/* Removes the probe's directories, and what overlayfs made in its work directory. */
-static void remove_overlay_dirs(const struct overlay_dirs *d)
+/* Makes the probe's directories in TOP and mounts the overlay: 0 or errno. */
+static int probe_overlay(char *top)
 {
-    char path[128];
-    const char *made[] = { "work", "index" };
-    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", d->work, made[i]);
-        rmdir(path);
-    }
-    rmdir(d->lower);
-    rmdir(d->upper);
-    rmdir(d->work);
-    rmdir(d->merged);
-    rmdir(d->top);
+    int dir = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return errno;
+    int e = 0;
+    for (size_t i = 0; i < sizeof overlay_dirs / sizeof *overlay_dirs && !e; i++)
+        e = mkdirat(dir, overlay_dirs[i], 0700) < 0 ? errno : 0;
+    if (!e)
+        e = doctor_in_child(mount_overlay, top);
+    for (size_t i = 0; i < sizeof overlay_made / sizeof *overlay_made; i++)
+        unlinkat(dir, overlay_made[i], AT_REMOVEDIR);
+    for (size_t i = 0; i < sizeof overlay_dirs / sizeof *overlay_dirs; i++)
+        unlinkat(dir, overlay_dirs[i], AT_REMOVEDIR);
+    close(dir);
+    return e;
 }
 
 static void check_overlayfs(struct doctor_report *r)
 {
-    struct overlay_dirs d;
+    char top[PATH_MAX];
     struct doctor_check *c = doctor_add(r, "idle --isolate", "overlayfs");
     const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(d.top, sizeof d.top, "%.40s/specx-doctor-XXXXXX", tmp);
-    int e = 0;
-    if (!mkdtemp(d.top)) {
-        e = errno;
-    } else {
-        snprintf(d.lower, sizeof d.lower, "%s/lower", d.top);
-        snprintf(d.upper, sizeof d.upper, "%s/upper", d.top);
-        snprintf(d.work, sizeof d.work, "%s/work", d.top);
-        snprintf(d.merged, sizeof d.merged, "%s/merged", d.top);
-        if (mkdir(d.lower, 0700) < 0 || mkdir(d.upper, 0700) < 0 || mkdir(d.work, 0700) < 0 ||
-            mkdir(d.merged, 0700) < 0)
-            e = errno;
-        else
-            e = doctor_in_child(mount_overlay, &d);
-        remove_overlay_dirs(&d);
+    int n = snprintf(top, sizeof top, "%s/specx-doctor-XXXXXX", tmp);
+    int e = n < 0 || (size_t)n >= sizeof top ? ENAMETOOLONG : !mkdtemp(top) ? errno : 0;
+    if (e) {
+        doctor_found(c, "not probed: no directory can be made in %s: %s", tmp, strerror(e));
+        doctor_consequence(c, DOCTOR_DEGRADED, "whether specx idle --isolate can run is unknown");
+        doctor_fix(c, "set TMPDIR to a directory this user may write");
+        return;
     }
+    e = probe_overlay(top);
+    rmdir(top);
     if (e == 0) {
         doctor_found(c, "an overlay mounts in a private mount namespace");
         return;
