@@ -170,6 +170,10 @@ static bool check_controller(struct doctor_report *r, const struct v2_view *v2,
     if (controller_where(v2, controller, &where)) {
         doctor_found(c, "the %s controller is on cgroup v%d at %s (this process: %s)",
                      controller, (int)where.version, where.mount, where.path);
+        if (strcmp(controller, "memory") == 0 && where.version == SPECX_CG_V1)
+            doctor_consequence(c, DOCTOR_OK, "v1 memory groups have no PSI: run's memory control "
+                               "and idle's memory yield watch the machine's reclaim and the "
+                               "groups' limit hits instead");
         return true;
     }
     doctor_found(c, "no cgroup hierarchy has the %s controller", controller);
