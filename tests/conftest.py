@@ -19,6 +19,9 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("SPECX_BUILD_DIR", REPO / "build"))
 SPECX = BUILD / "specx"
+# The harness's modules the tests import ask the specx that started them (`specx bench` says
+# which): here, the build's.
+os.environ.setdefault("SPECX_EXE", str(SPECX))
 IS_ROOT = os.geteuid() == 0
 LONG = os.environ.get("SPECX_TEST_LONG") == "1"
 # SPECX_TEST_BUSY=N runs the session beside N CPU-bound processes, as on a loaded CI machine.
@@ -71,8 +74,8 @@ def specx():
 # An unprivileged user, for the tests that run specx as one (no passwd entry needed).
 NOBODY = 65534
 # Build directories that hold components (src/common/paths.c searches the same ones).
-COMPONENT_DIRS = ["src/cli", "src/slowfs", "src/share", "src/idle", "src/runtime", "bench",
-                  "bench/programs"]
+COMPONENT_DIRS = ["src/cli", "src/slowfs", "src/share", "src/idle", "src/doctor", "src/runtime",
+                  "bench", "bench/programs"]
 
 
 @pytest.fixture(scope="session")

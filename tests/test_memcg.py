@@ -1,5 +1,5 @@
 """Memory cgroups for the out-of-core workloads (bench/specx_bench/memcg.py): a real group on
-this machine's hierarchy (v1 here), and the v2 path on a hierarchy laid out in a directory."""
+this machine's hierarchy (v1 here), found by specx's own discovery."""
 import os
 import subprocess
 import sys
@@ -77,43 +77,29 @@ def test_reclaim_probe_refuses_bad_use():
         assert out.returncode == 2 and out.stderr.startswith("Usage: memcg-reclaim")
 
 
-def fake_hierarchy(tmp_path, own="/"):
-    root = tmp_path / "unified"
-    root.mkdir()
-    (root / "cgroup.controllers").write_text("cpu io memory pids\n")
-    (root / "cgroup.subtree_control").write_text("\n")
-    mounts = tmp_path / "mounts"
-    mounts.write_text(f"cgroup2 {root} cgroup2 rw,relatime 0 0\n")
-    own_file = tmp_path / "cgroup"
-    own_file.write_text(f"0::{own}\n")
-    return root, mounts, own_file
+def own_memory_path():
+    """This process's memory cgroup path as /proc/self/cgroup says it (the v1 line naming the
+    memory controller, else the v2 line)."""
+    lines = [line.split(":", 2) for line in open("/proc/self/cgroup").read().splitlines()]
+    v1 = [path for _, controllers, path in lines if "memory" in controllers.split(",")]
+    return v1[0] if v1 else next(path for _, controllers, path in lines if controllers == "")
 
 
-def test_v2_hierarchy_is_found_and_memory_delegated(tmp_path):
-    root, mounts, own = fake_hierarchy(tmp_path)
-    hierarchy = memcg.find(str(mounts), str(own))
-    assert hierarchy == memcg.Hierarchy(memcg.V2, str(root), str(root))
-    assert "+memory" in (root / "cgroup.subtree_control").read_text()
-    with memcg.limited("run", 64 * MiB, hierarchy) as group:
-        assert (root / "run" / "memory.max").read_text() == str(64 * MiB)
-        assert group.version == memcg.V2
-        # Processes go in a leaf, so that groups with controllers can be made beside them.
-        leaf = group.leaf("fg")
-        assert leaf.path == str(root / "run" / "fg") and (root / "run" / "fg").is_dir()
-        assert group.leaf("fg").path == leaf.path
-        (root / "run" / "memory.max").unlink()  # cgroupfs's rmdir takes the files along
-    assert not (root / "run").exists()
-
-
-def test_v1_memory_hierarchy_is_used_below_our_own_group(tmp_path):
-    mounts = tmp_path / "mounts"
-    mounts.write_text("cgroup2 /nonexistent cgroup2 rw 0 0\n"
-                      f"cgroup {tmp_path}/memory cgroup rw,relatime,memory 0 0\n")
-    own = tmp_path / "cgroup"
-    own.write_text("4:memory:/jobs/a\n0::/\n")
-    hierarchy = memcg.find(str(mounts), str(own))
-    assert hierarchy == memcg.Hierarchy(memcg.V1, f"{tmp_path}/memory",
-                                        f"{tmp_path}/memory/jobs/a")
+def test_the_hierarchy_is_specx_own_discovery():
+    """memcg asks specx (src/kernel/cgroup.c) where the memory controller is: the group it
+    makes runs in is our own on v1, ours or one above it on v2, in the hierarchy's mount."""
+    hierarchy = memcg.find()
+    if hierarchy is None:
+        pytest.skip("no cgroup hierarchy with the memory controller on this machine")
+    fstype = "cgroup" if hierarchy.version == memcg.V1 else "cgroup2"
+    mounts = [line.split()[:4] for line in open("/proc/self/mounts")]
+    assert any(point == hierarchy.root and kind == fstype for _, point, kind, _ in mounts)
+    own = os.path.normpath(os.path.join(hierarchy.root, own_memory_path().lstrip("/")))
+    if hierarchy.version == memcg.V1:
+        assert hierarchy.parent == own
+    else:
+        assert own == hierarchy.parent or own.startswith(hierarchy.parent + "/")
+    assert memcg.own_group() == memcg.Group(own, hierarchy.version)
 
 
 def test_machine_reclaim_counts_only_grow():

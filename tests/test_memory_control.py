@@ -78,9 +78,7 @@ def test_no_memory_control_is_an_option(specx):
 
 def own_group_limited():
     """Whether this process's memory cgroup has a limit (the program run here would have it)."""
-    hierarchy = memcg.find()
-    own = memcg._own_cgroup(hierarchy.version, "/proc/self/cgroup").lstrip("/")
-    group = memcg.Group(os.path.join(hierarchy.root, own), hierarchy.version)
+    group = memcg.own_group()
     try:
         text = open(os.path.join(group.path, memcg._limit_file(group.version))).read().strip()
     except OSError:

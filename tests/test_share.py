@@ -350,12 +350,12 @@ def zram_swap(tmp_path, size):
 def memory_group(swappiness):
     """A v1 memory group below ours with SWAPPINESS, which groups made in it inherit; yields
     a function that puts the calling process in it (a preexec_fn). Removed afterwards."""
-    own = pathlib.Path("/proc/self/cgroup").read_text()
-    line = next((l for l in own.splitlines() if l.split(":")[1] == "memory"), None)
-    if line is None or not os.path.isdir("/sys/fs/cgroup/memory"):
+    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
+    from specx_bench import memcg
+    hierarchy = memcg.find()
+    if hierarchy is None or hierarchy.version != memcg.V1:
         pytest.skip("the memory controller is not on cgroup v1 here")
-    group = pathlib.Path("/sys/fs/cgroup/memory" + line.split(":", 2)[2]) / \
-        f"specx-test-swappiness-{uuid.uuid4().hex[:8]}"
+    group = pathlib.Path(hierarchy.parent) / f"specx-test-swappiness-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     try:
         (group / "memory.swappiness").write_text(f"{swappiness}\n")

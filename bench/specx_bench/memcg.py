@@ -5,9 +5,13 @@ the run fails."""
 import contextlib
 import dataclasses
 import errno
+import json
 import os
 import signal
+import subprocess
 import time
+
+from . import components
 
 V1, V2 = "v1", "v2"
 
@@ -19,65 +23,40 @@ class Hierarchy:
     parent: str   # cgroup directory under which run groups are made
 
 
-MOUNTS = "/proc/self/mounts"
-OWN_CGROUP = "/proc/self/cgroup"
+def discovery():
+    """Where the cgroup controllers are, as every specx command finds them
+    (`specx doctor --cgroup --json`, src/kernel/cgroup.c): the one implementation, so that the
+    harness makes its groups where specx would. Raises OSError with a one-line reason if specx
+    cannot say."""
+    out = subprocess.run([components.specx_exe(), "doctor", "--cgroup", "--json"],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise OSError(out.stderr.strip() or f"specx doctor --cgroup failed ({out.returncode})")
+    return json.loads(out.stdout)
 
 
-def _mounts(mounts_file):
-    with open(mounts_file) as f:
-        for line in f:
-            device, mountpoint, fstype, options = line.split()[:4]
-            yield mountpoint, fstype, options.split(",")
+def _version(number):
+    return V1 if number == 1 else V2
 
 
-def _own_cgroup(version, cgroup_file):
-    """This process's cgroup path in the v1 memory hierarchy or in the v2 hierarchy."""
-    with open(cgroup_file) as f:
-        for line in f:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            if (version == V2 and controllers == "") or \
-                    (version == V1 and "memory" in controllers.split(",")):
-                return path
-    return "/"
+def find():
+    """The hierarchy to use (the one with the memory controller, where groups can be made below
+    our own or the nearest group above it that can have the controller), or None."""
+    found = discovery()
+    memory = found["memory"]
+    if not memory or not memory["parent"]:
+        return None
+    return Hierarchy(_version(found["version"]), memory["mount"], memory["parent"])
 
 
-def _v2_parent(root, cgroup_file):
-    """Where v2 run groups can have the memory controller: our own cgroup when memory can be
-    delegated below it, else the hierarchy's root (v2 forbids controllers below a group that
-    holds processes, which our own usually does)."""
-    own = os.path.normpath(os.path.join(root, _own_cgroup(V2, cgroup_file).lstrip("/")))
-    for candidate in (own, root):
-        control = os.path.join(candidate, "cgroup.subtree_control")
-        try:
-            with open(control) as f:
-                if "memory" in f.read().split():
-                    return candidate
-            with open(control, "w") as f:
-                f.write("+memory")
-            return candidate
-        except OSError:
-            continue
-    return None
-
-
-def find(mounts_file=MOUNTS, cgroup_file=OWN_CGROUP):
-    """The hierarchy to use (v2 when its memory controller is available, else v1), or None."""
-    mounts = list(_mounts(mounts_file))
-    for mountpoint, fstype, _ in mounts:
-        if fstype == "cgroup2":
-            try:
-                with open(os.path.join(mountpoint, "cgroup.controllers")) as f:
-                    has_memory = "memory" in f.read().split()
-            except OSError:
-                has_memory = False
-            parent = _v2_parent(mountpoint, cgroup_file) if has_memory else None
-            if parent:
-                return Hierarchy(V2, mountpoint, parent)
-    for mountpoint, fstype, options in mounts:
-        if fstype == "cgroup" and "memory" in options:
-            own = _own_cgroup(V1, cgroup_file).lstrip("/")
-            return Hierarchy(V1, mountpoint, os.path.normpath(os.path.join(mountpoint, own)))
-    return None
+def own_group():
+    """This process's own memory cgroup, or None where no hierarchy has the memory controller."""
+    found = discovery()
+    memory = found["memory"]
+    if not memory:
+        return None
+    return Group(os.path.normpath(os.path.join(memory["mount"], memory["group"].lstrip("/"))),
+                 _version(found["version"]))
 
 
 def _limit_file(version):

@@ -25,6 +25,7 @@ static const struct command {
       NULL },
     { "slowfs", "mount an emulated slow storage device (FUSE)", NULL },
     { "bench",  "run the paper's experiments on real programs over slowfs", NULL },
+    { "doctor", "say what this machine gives specx and what it lacks, with the fixes", NULL },
     { NULL, NULL, NULL },
 };
 

@@ -9,8 +9,8 @@
 
 /* Build-tree directories that hold components, relative to SPECX_BUILD_ROOT. */
 static const char *const build_subdirs[] = {
-    "src/cli", "src/slowfs", "src/share", "src/idle", "src/runtime", "bench", "bench/programs",
-    NULL,
+    "src/cli", "src/slowfs", "src/share", "src/idle", "src/doctor", "src/runtime", "bench",
+    "bench/programs", NULL,
 };
 
 static bool running_from_build_tree(void)

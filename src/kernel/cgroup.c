@@ -91,21 +91,51 @@ static bool join(char *out, size_t size, const char *a, const char *b)
     return n > 0 && (size_t)n < size;
 }
 
-int specx_cgroup_of(pid_t pid, const char *controller, struct specx_cgroup *cg)
+/* Reads the mounts and PID's groups into MOUNTS and GROUPS and finds in them the mount of the
+ * hierarchy that has CONTROLLER and PID's path in it (pointers into the buffers). */
+static int locate(pid_t pid, const char *controller, char *mounts, size_t mounts_size,
+                  char *groups, size_t groups_size, const char **mount, const char **path,
+                  enum specx_cg_version *version)
 {
-    char mounts[MOUNTS_SIZE], groups[4096], proc[64];
+    char proc[64];
     bool mount_v1, group_v1;
     snprintf(proc, sizeof proc, pid ? "/proc/%d/cgroup" : "/proc/self/cgroup", (int)pid);
-    if (specx_kfile_read("/proc/self/mounts", mounts, sizeof mounts) < 0 ||
-        specx_kfile_read(proc, groups, sizeof groups) < 0)
+    if (specx_kfile_read("/proc/self/mounts", mounts, mounts_size) < 0 ||
+        specx_kfile_read(proc, groups, groups_size) < 0)
         return -1;
-    const char *mount = specx_cgroup_mount_in(mounts, controller, &mount_v1);
-    const char *path = specx_cgroup_path_in(groups, controller, &group_v1);
-    if (!mount || !path || mount_v1 != group_v1) {
+    *mount = specx_cgroup_mount_in(mounts, controller, &mount_v1);
+    *path = specx_cgroup_path_in(groups, controller, &group_v1);
+    if (!*mount || !*path || mount_v1 != group_v1) {
         errno = ENOENT;
         return -1;
     }
-    cg->version = mount_v1 ? SPECX_CG_V1 : SPECX_CG_V2;
+    *version = mount_v1 ? SPECX_CG_V1 : SPECX_CG_V2;
+    return 0;
+}
+
+int specx_cgroup_where(pid_t pid, const char *controller, struct specx_cgroup_where *where)
+{
+    char mounts[MOUNTS_SIZE], groups[4096];
+    const char *mount, *path;
+    if (locate(pid, controller, mounts, sizeof mounts, groups, sizeof groups, &mount, &path,
+               &where->version) < 0)
+        return -1;
+    if (strlen(mount) >= sizeof where->mount || strlen(path) >= sizeof where->path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(where->mount, mount);
+    strcpy(where->path, path);
+    return 0;
+}
+
+int specx_cgroup_of(pid_t pid, const char *controller, struct specx_cgroup *cg)
+{
+    char mounts[MOUNTS_SIZE], groups[4096];
+    const char *mount, *path;
+    if (locate(pid, controller, mounts, sizeof mounts, groups, sizeof groups, &mount, &path,
+               &cg->version) < 0)
+        return -1;
     int n = snprintf(cg->dir, sizeof cg->dir, "%s%s", mount, strcmp(path, "/") == 0 ? "" : path);
     if (n < 0 || (size_t)n >= sizeof cg->dir) {
         errno = ENAMETOOLONG;

@@ -38,6 +38,17 @@ const char *specx_cgroup_mount_in(char *buf, const char *controller, bool *v1);
 
 /* --- the live system --- */
 
+/* Where the hierarchy that has CONTROLLER is mounted, and PID's group in it. */
+struct specx_cgroup_where {
+    enum specx_cg_version version;
+    char mount[PATH_MAX];
+    char path[PATH_MAX]; /* from the hierarchy's root: "/" or "/a/b" */
+};
+
+/* The hierarchy that has CONTROLLER and PID's (0: this process) group in it, as
+ * specx_cgroup_of finds them. 0, or -1 with errno (ENOENT: no such hierarchy). */
+int specx_cgroup_where(pid_t pid, const char *controller, struct specx_cgroup_where *where);
+
 /* The group PID (0: this process) belongs to in the hierarchy that has CONTROLLER ("memory",
  * "freezer", "cpu", "io"/"blkio", ...). On v2, CONTROLLER need not be enabled for the group
  * (freezing and PSI are core v2 files). 0, or -1 with errno (ENOENT: no such hierarchy). */
