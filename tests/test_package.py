@@ -70,12 +70,14 @@ def installed_files(root):
 
 @pytest.mark.slow
 def test_make_install_stages_a_tree_that_runs_from_its_prefix_and_never_from_the_build():
-    """`make install` with DESTDIR puts everything under DESTDIR/PREFIX. The staged copy looks
-    for its components in PREFIX only, even while the build tree it came from exists; moved to
-    PREFIX, as a package manager would, it runs with the build tree gone."""
+    """`make install` with DESTDIR puts everything under DESTDIR/PREFIX, PREFIX the one given
+    even to a build set up with another. The staged copy looks for its components in PREFIX
+    only, even while the build tree it came from exists; moved to PREFIX, as a package manager
+    would, it runs with the build tree gone."""
     top = pathlib.Path(tempfile.mkdtemp(prefix="specx-install-"))
     try:
         prefix, stage, build = top / "usr", top / "stage", top / "build"
+        run("meson", "setup", build, REPO, f"--prefix={top}/elsewhere", check=True)
         proc = run("make", "-C", REPO, "install", f"BUILDDIR={build}", f"PREFIX={prefix}",
                    f"DESTDIR={stage}")
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
