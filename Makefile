@@ -53,7 +53,9 @@ test-v2: deps build
 bench: deps build
 	$(BUILDDIR)/specx bench
 
+# PREFIX holds even when $(BUILDDIR) was set up with another one (meson install rebuilds).
 install: build
+	meson configure $(BUILDDIR) --prefix=$(PREFIX)
 	DESTDIR=$(DESTDIR) meson install -C $(BUILDDIR)
 
 clean:
