@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, NOBODY, REPO, run_specx
+from conftest import BUILD, IS_ROOT, NOBODY, REPO, run_specx
 
 sys.path.insert(0, str(REPO / "bench"))
 from specx_bench import bars, datasets, modes, readcalls, report, runner, slowfs, validate  # noqa: E402
@@ -486,9 +486,36 @@ def test_a_data_directory_another_user_could_change_is_refused(specx, command):
         shutil.rmtree(top)
 
 
-def test_experiment_scripts_answer_help():
-    """The scripts behind published results keep working: each at least parses its options."""
-    for script in sorted((REPO / "bench" / "experiments").glob("*.py")):
-        proc = subprocess.run([sys.executable, script, "--help"], capture_output=True,
-                              text=True, timeout=60)
+EXPERIMENTS = REPO / "bench" / "experiments"
+
+
+def test_experiment_scripts_answer_help(tmp_path):
+    """The scripts behind published results keep working: each at least parses its options,
+    as an unprivileged user (when the tests run as root and that user can read the tree),
+    and asking for help leaves nothing behind in the tree or in the working directory."""
+    scripts = sorted(EXPERIMENTS.glob("*.py"))
+    assert scripts
+    # Every file there is a script this test runs or a program's source one of them builds.
+    assert {p.relative_to(EXPERIMENTS).parts[0] for p in EXPERIMENTS.iterdir()
+            if p.name != "__pycache__"} == {p.name for p in scripts} | {"programs"}
+    prefix = []
+    if IS_ROOT and subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                                   "--clear-groups", "test", "-r", str(scripts[0])]).returncode == 0:
+        prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        tmp_path.chmod(0o777)
+    tree_before = sorted(EXPERIMENTS.rglob("*"))
+    for script in scripts:
+        proc = subprocess.run([*prefix, sys.executable, script, "--help"], capture_output=True,
+                              text=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         assert proc.returncode == 0 and "usage" in proc.stdout.lower(), (script, proc.stderr)
+    assert list(tmp_path.iterdir()) == []
+    assert sorted(EXPERIMENTS.rglob("*")) == tree_before
+
+
+def test_experiment_programs_compile(tmp_path):
+    """The C programs the experiment scripts build still compile here."""
+    for source in sorted((EXPERIMENTS / "programs").rglob("*.c")):
+        proc = subprocess.run(["cc", "-O2", "-pthread", "-fsyntax-only", str(source)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (source, proc.stderr)
