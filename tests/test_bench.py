@@ -500,9 +500,9 @@ def test_experiment_scripts_answer_help(tmp_path):
     assert {p.relative_to(EXPERIMENTS).parts[0] for p in EXPERIMENTS.iterdir()
             if p.name != "__pycache__"} == {p.name for p in scripts} | {"programs"}
     prefix = []
-    if IS_ROOT and subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                                   "--clear-groups", "test", "-r", str(scripts[0])]).returncode == 0:
-        prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    if IS_ROOT and subprocess.run([*as_nobody, "test", "-r", str(scripts[0])]).returncode == 0:
+        prefix = as_nobody
         tmp_path.chmod(0o777)
     tree_before = sorted(EXPERIMENTS.rglob("*"))
     for script in scripts:

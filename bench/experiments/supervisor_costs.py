@@ -77,7 +77,8 @@ def interleave(d, reps, passes, pin, modes):
     lines = []
     for _ in range(reps):
         for m in modes:
-            lines.append(f"{m} {run_line(d, [*prefix, './sup', m, './reader', 'data.bin', str(passes)])}")
+            argv = [*prefix, "./sup", m, "./reader", "data.bin", str(passes)]
+            lines.append(f"{m} {run_line(d, argv)}")
     (d / f"raw_il_{pin}_{'_'.join(modes)}_p{passes}.txt").write_text("\n".join(lines) + "\n")
     for m in modes:
         mine = [line for line in lines if line.startswith(m + " ")]
