@@ -1,6 +1,7 @@
-"""Shared fixtures: where the build is, root-only skips, and slowfs mounts."""
+"""Shared fixtures: where the build is, root-only skips, and slowfs mounts. What the tests share
+with the benchmark harness (memory groups, swap space, slowfs mounts, busy loops, the programs'
+input files) is the package specx_support in bench/, put on the path here."""
 import contextlib
-import ctypes
 import errno
 import os
 import pathlib
@@ -17,6 +18,10 @@ import threading
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from specx_support import slowfs  # noqa: E402
+from specx_support.busy import loops as cpu_bound  # noqa: E402,F401 (tests import it from here)
+
 BUILD = pathlib.Path(os.environ.get("SPECX_BUILD_DIR", REPO / "build"))
 SPECX = BUILD / "specx"
 # The harness's modules the tests import ask the specx that started them (`specx bench` says
@@ -44,23 +49,6 @@ def busy_machine():
     that depends on an idle-priority process getting CPU fails here rather than on CI."""
     with cpu_bound(BUSY):
         yield
-
-
-@contextlib.contextmanager
-def cpu_bound(n):
-    """N CPU-bound processes at normal priority while the block runs; they die with this
-    process however it ends (a pytest killed outright left them spinning for good)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_pdeathsig = 1
-    loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"],
-                              preexec_fn=lambda: libc.prctl(pr_set_pdeathsig, signal.SIGKILL))
-             for _ in range(n)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
 
 
 @pytest.fixture(scope="session")
@@ -171,12 +159,8 @@ def only_files_cold(code, paths):
 @contextlib.contextmanager
 def slowfs_mount(backing, mountpoint, *options):
     """Mounts slowfs over BACKING at MOUNTPOINT (daemonized) and unmounts it afterwards."""
-    os.makedirs(mountpoint, exist_ok=True)
-    run_specx("slowfs", "-d", *options, backing, mountpoint, check=True)
-    try:
+    with slowfs.mounted(SPECX, str(backing), str(mountpoint), options):
         yield pathlib.Path(mountpoint)
-    finally:
-        run_specx("slowfs", "--unmount", mountpoint)
 
 
 # The kernel's process events connector (linux/cn_proc.h): every fork and exec is reported as

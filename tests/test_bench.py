@@ -10,12 +10,13 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, NOBODY, REPO, run_specx
+from conftest import BUILD, IS_ROOT, NOBODY, REPO, run_specx
 
-sys.path.insert(0, str(REPO / "bench"))
-from specx_bench import bars, datasets, modes, readcalls, report, runner, slowfs, validate  # noqa: E402
-from specx_bench.workloads import WORKLOADS  # noqa: E402
-from specx_bench.workloads.base import Workload  # noqa: E402
+from specx_bench import (bars, cli, datasets, modes, readcalls, report, runner, share_bench,
+                         slowfs, validate)
+from specx_bench.workloads import WORKLOADS
+from specx_bench.workloads.base import Workload
+from specx_support import swapspace
 
 PROGRAMS = BUILD / "bench" / "programs"
 
@@ -486,9 +487,99 @@ def test_a_data_directory_another_user_could_change_is_refused(specx, command):
         shutil.rmtree(top)
 
 
-def test_experiment_scripts_answer_help():
-    """The scripts behind published results keep working: each at least parses its options."""
-    for script in sorted((REPO / "bench" / "experiments").glob("*.py")):
-        proc = subprocess.run([sys.executable, script, "--help"], capture_output=True,
-                              text=True, timeout=60)
+EXPERIMENTS = REPO / "bench" / "experiments"
+
+
+def test_experiment_scripts_answer_help(tmp_path):
+    """The scripts behind published results keep working: each at least parses its options,
+    as an unprivileged user (when the tests run as root and that user can read the tree),
+    and asking for help leaves nothing behind in the tree or in the working directory."""
+    scripts = sorted(EXPERIMENTS.glob("*.py"))
+    assert scripts
+    # Every file there is a script this test runs or a program's source one of them builds.
+    assert {p.relative_to(EXPERIMENTS).parts[0] for p in EXPERIMENTS.iterdir()
+            if p.name != "__pycache__"} == {p.name for p in scripts} | {"programs"}
+    prefix = []
+    as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    if IS_ROOT and subprocess.run([*as_nobody, "test", "-r", str(scripts[0])]).returncode == 0:
+        prefix = as_nobody
+        tmp_path.chmod(0o777)
+    tree_before = sorted(EXPERIMENTS.rglob("*"))
+    for script in scripts:
+        proc = subprocess.run([*prefix, sys.executable, script, "--help"], capture_output=True,
+                              text=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
         assert proc.returncode == 0 and "usage" in proc.stdout.lower(), (script, proc.stderr)
+    assert list(tmp_path.iterdir()) == []
+    assert sorted(EXPERIMENTS.rglob("*")) == tree_before
+
+
+def test_experiment_programs_compile(tmp_path):
+    """The C programs the experiment scripts build still compile here."""
+    for source in sorted((EXPERIMENTS / "programs").rglob("*.c")):
+        proc = subprocess.run(["cc", "-O2", "-pthread", "-fsyntax-only", str(source)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, (source, proc.stderr)
+
+
+# --- the out-of-core workloads' scales, and one that cannot run here ---
+
+def test_stencil_data_sets_are_grids_of_the_scale():
+    for name in ("stencil", "swap"):
+        for scale in ("full", "demo", "test"):
+            params = WORKLOADS[name].scales[scale]
+            # Out of core: the grid exceeds the memory cgroup at every scale but the test's.
+            if scale != "test":
+                assert params["n"] ** 3 * 4 > 2 * (params["memory_limit_mb"] << 20)
+    assert WORKLOADS["stencil"].scales["full"]["n"] ** 3 * 4 >= 512 << 20
+
+
+def test_a_workload_that_cannot_run_here_is_skipped_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(swapspace, "unavailable_reason", lambda directory: "no swap here")
+    cfg = runner.Config(data_dir=str(tmp_path), out_dir=str(tmp_path / "out"), scale="test",
+                        runs=1, modes=[], slowfs_options=[])
+    results = {"environment": {"modes": []}, "workloads": [], "validation": None}
+    monkeypatch.setattr(cli, "save", lambda results, out: [])
+    assert cli.run_all(["swap"], cfg, results)
+    assert capsys.readouterr().out == "specx bench: skipping swap: no swap here\n"
+    assert results["workloads"] == []
+
+
+# --- specx bench share's summary ---
+
+def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
+    def run(makespan, faults):
+        ended = makespan is not None
+        return {"makespan_s": makespan, "stopped_after_s": None if ended else 100.0,
+                "jobs": [{"wall_s": makespan, "output": "x", "exit": 0}] if ended else None,
+                "major_faults": faults, "major_faults_first_second": faults // 10,
+                "prefetched_bytes": 0, "prefetched_file_bytes": 0,
+                "prefetched_unused_bytes": 0, "switches": 4, "turn_cpu_share": 0.5}
+
+    alone = [{"elapsed_s": 10.0, "output": "x", "exit": 0}]
+    summary = share_bench.summarize({
+        "model": [run(30.0, 100)] * 3,
+        "none": [run(None, 5000), run(None, 4000), run(90.0, 3000)],   # median: stopped
+        "switch": [run(None, 900), run(40.0, 300), run(50.0, 400)],     # median: 50 s
+        "all-at-once": [run(None, 7000)] * 3,
+    }, alone)
+    assert summary["none"]["makespan_s"] is None and summary["none"]["makespan_over_s"] == 100
+    assert summary["none"]["slowdown"] == [9.0] and summary["none"]["outputs_identical"]
+    assert summary["switch"]["makespan_s"] == 50.0 and summary["switch"]["stopped_runs"] == 1
+    assert summary["all-at-once"]["outputs_identical"] is None
+    killed = dict(run(20.0, 10), jobs=[{"wall_s": 20.0, "output": "", "exit": -9}])
+    differs = share_bench.summarize({"model": [run(30.0, 100), killed]}, alone)["model"]
+    assert not differs["outputs_identical"]
+    assert differs["outputs_differing"] == [{"job": 1, "exit": -9, "exit_alone": 0,
+                                             "output_same": False}]
+    assert share_bench.ratio(summary, "model", "none") == (0.3, "<")
+    assert share_bench.ratio(summary, "none", "switch") == (2.0, ">")
+    assert share_bench.ratio(summary, "none", "all-at-once") is None
+    results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
+    assert results["makespan model / none"] == "PASS"              # 0.3 at most
+    assert results["makespan model / all-at-once"] == "PASS"       # 0.3 at most
+    assert results["makespan model / switch"] == "PASS"            # 0.6
+    summary["model"]["makespan_s"], summary["model"]["makespan_over_s"] = None, 100.0
+    results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
+    assert results["makespan model / switch"] == "FAIL"            # over 2.0
+    assert "makespan model / none" not in results                  # both stopped

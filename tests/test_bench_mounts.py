@@ -1,17 +1,15 @@
-"""The benchmark harness's slowfs mounts: a run killed outright (SIGKILL, a lost session)
-leaves a dead FUSE mount behind; the next run must clear it instead of failing."""
+"""slowfs mounts as the benchmark harness and the tests make them (specx_support.slowfs): a
+run killed outright (SIGKILL, a lost session) leaves a dead FUSE mount behind; the next run
+must clear it instead of failing."""
 import json
 import os
 import signal
-import sys
 import time
 
 import pytest
 
-from conftest import REPO, run_specx
-
-sys.path.insert(0, str(REPO / "bench"))
-from specx_bench import slowfs  # noqa: E402
+from conftest import run_specx
+from specx_support import slowfs
 
 
 def kill_daemon(mountpoint):
@@ -29,8 +27,7 @@ def kill_daemon(mountpoint):
 
 
 @pytest.mark.root
-def test_a_dead_mount_left_by_a_killed_run_is_cleared(specx, tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECX_EXE", str(specx))
+def test_a_dead_mount_left_by_a_killed_run_is_cleared(specx, tmp_path):
     backing, mnt = tmp_path / "back", tmp_path / "mnt"
     backing.mkdir()
     (backing / "f").write_text("data\n")
@@ -39,8 +36,11 @@ def test_a_dead_mount_left_by_a_killed_run_is_cleared(specx, tmp_path, monkeypat
     try:
         kill_daemon(mnt)
         assert slowfs.is_mounted(mnt)
-        with slowfs.mounted(str(backing), str(mnt), ["--latency-ms", "0"]) as point:
+        stale = []
+        with slowfs.mounted(specx, str(backing), str(mnt), ["--latency-ms", "0"],
+                            note=stale.append) as point:
             assert (mnt / "f").read_text() == "data\n" and point == str(mnt)
         assert not slowfs.is_mounted(mnt)
+        assert stale == [f"{mnt} is still mounted from an earlier run; unmounting it"]
     finally:
-        slowfs.unmount(str(mnt))
+        slowfs.unmount(specx, str(mnt))

@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from conftest import SPECX, run_specx
+from specx_support import memcg
 
 PY = sys.executable
 STATE_ROOT = pathlib.Path("/var/lib/specx/idle")   # root's; see state_dir.h
@@ -633,8 +634,6 @@ def test_memory_is_given_back_when_the_group_it_shares_runs_short(specx, clean, 
     """The background fills the page cache of a group it shares with the foreground; the
     foreground then takes memory in that group: its limit is hit, and the background is
     frozen and reclaimed. (How fast is `specx bench idle`'s figure.)"""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
-    from specx_bench import memcg
     if memcg.find() is None:
         pytest.skip("no cgroup hierarchy with the memory controller on this machine")
     data = tmp_path / "data"

@@ -1,4 +1,4 @@
-"""Memory cgroups for the out-of-core workloads (bench/specx_bench/memcg.py): a real group on
+"""Memory cgroups for the out-of-core workloads (bench/specx_support/memcg.py): a real group on
 this machine's hierarchy (v1 here), found by specx's own discovery."""
 import os
 import subprocess
@@ -7,11 +7,10 @@ import uuid
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-from specx_bench import memcg  # noqa: E402
+from conftest import BUILD
+from specx_support import memcg
 
 MiB = 1 << 20
-BUILD = os.environ.get("SPECX_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "build"))
 RECLAIM = os.path.join(BUILD, "tests", "kernel", "memcg-reclaim")
 
 

@@ -5,7 +5,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -13,8 +12,7 @@ import pytest
 from conftest import BUILD, copies_get_cpu, drop_caches, run_specx, slowfs_mount
 from test_run import write_chain
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-from specx_bench import memcg  # noqa: E402
+from specx_support import memcg
 
 CHASE = BUILD / "bench" / "programs" / "chase"
 

@@ -13,8 +13,7 @@ import pytest
 
 from conftest import BUILD, all_cold_but, copies_get_cpu, run_specx, slowfs_mount
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-from specx_bench import memcg  # noqa: E402
+from specx_support import memcg
 
 MiB = 1 << 20
 OPVM = BUILD / "tests" / "safety" / "opvm"

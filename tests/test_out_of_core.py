@@ -1,24 +1,20 @@
 """The stencil and swap workloads of `specx bench`: the stencil program itself, the
-swap space the harness makes and removes (swapspace.py), that the swap workload really swaps,
-and both workloads end to end at test scale. No timing is asserted."""
+swap space the harness makes and removes (specx_support.swapspace), that the swap workload
+really swaps, and both workloads end to end at test scale. No timing is asserted."""
 import json
 import os
 import pathlib
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 
 import pytest
 
-from conftest import BUILD, REPO, run_specx
-
-sys.path.insert(0, str(REPO / "bench"))
-from specx_bench import cli, memcg, runner, swapspace  # noqa: E402
-from specx_bench.workloads import WORKLOADS  # noqa: E402
-from specx_bench.workloads.stencil import write_grid  # noqa: E402
+from conftest import BUILD, run_specx
+from specx_support import memcg, swapspace
+from specx_support.programs import write_grid
 
 STENCIL = BUILD / "bench" / "programs" / "stencil"
 MiB = 1 << 20
@@ -33,7 +29,7 @@ def checksum(stdout):
 
 
 def grid(path, n):
-    write_grid(path, n, 1, lambda *a: None)
+    write_grid(path, n, 1)
     return path
 
 
@@ -65,16 +61,6 @@ def test_stencil_rejects_bad_input_in_one_line(args, status, message):
     assert message in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
-def test_stencil_data_sets_are_grids_of_the_scale():
-    for name in ("stencil", "swap"):
-        for scale in ("full", "demo", "test"):
-            params = WORKLOADS[name].scales[scale]
-            # Out of core: the grid exceeds the memory cgroup at every scale but the test's.
-            if scale != "test":
-                assert params["n"] ** 3 * 4 > 2 * (params["memory_limit_mb"] << 20)
-    assert WORKLOADS["stencil"].scales["full"]["n"] ** 3 * 4 >= 512 * MiB
-
-
 # --- swap space: logic ------------------------------------------------------------------------
 
 def test_no_swap_file_on_a_file_system_that_cannot_hold_one(monkeypatch):
@@ -89,17 +75,6 @@ def test_no_swap_file_on_a_file_system_that_cannot_hold_one(monkeypatch):
 def test_file_system_is_that_of_the_longest_mount_above():
     assert swapspace.file_system_of("/proc/self") == "proc"
     assert swapspace.file_system_of("/") == swapspace.file_system_of("/nonexistent/below")
-
-
-def test_a_workload_that_cannot_run_here_is_skipped_in_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(swapspace, "unavailable_reason", lambda directory: "no swap here")
-    cfg = runner.Config(data_dir=str(tmp_path), out_dir=str(tmp_path / "out"), scale="test",
-                        runs=1, modes=[], slowfs_options=[])
-    results = {"environment": {"modes": []}, "workloads": [], "validation": None}
-    monkeypatch.setattr(cli, "save", lambda results, out: [])
-    assert cli.run_all(["swap"], cfg, results)
-    assert capsys.readouterr().out == "specx bench: skipping swap: no swap here\n"
-    assert results["workloads"] == []
 
 
 # --- swap space: real (root) --------------------------------------------------------------------

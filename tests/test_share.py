@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from conftest import SPECX, run_specx
+from specx_support import memcg, swapspace
 
 PY = sys.executable
 
@@ -303,7 +304,6 @@ def swaps():
 def swaps_of_others():
     """Swap areas another live benchmark made (its record names it and its pid): a stress run
     beside the test may add or remove one at any moment."""
-    from specx_bench import swapspace
     owned = set()
     for record in pathlib.Path(swapspace.RECORD_DIR).glob("swap-*.json"):
         with contextlib.suppress(OSError, ValueError):
@@ -337,8 +337,6 @@ MODES = [(p, r) for p in ("none", "switch", "model") for r in ("none", "cold", "
 @contextlib.contextmanager
 def zram_swap(tmp_path, size):
     """Swap space on a fresh zram device, removed afterwards (skipped where there is none)."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
-    from specx_bench import swapspace
     try:
         with swapspace.enabled(size, tmp_path, kinds=("zram",)):
             yield
@@ -349,29 +347,15 @@ def zram_swap(tmp_path, size):
 @contextlib.contextmanager
 def memory_group(swappiness):
     """A v1 memory group below ours with SWAPPINESS, which groups made in it inherit; yields
-    a function that puts the calling process in it (a preexec_fn). Removed afterwards."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
-    from specx_bench import memcg
+    a function that puts the calling process in it (a preexec_fn). Removed afterwards (its
+    last process may take a moment to leave on a busy machine)."""
     hierarchy = memcg.find()
     if hierarchy is None or hierarchy.version != memcg.V1:
         pytest.skip("the memory controller is not on cgroup v1 here")
-    group = pathlib.Path(hierarchy.parent) / f"specx-test-swappiness-{uuid.uuid4().hex[:8]}"
-    group.mkdir()
-    try:
-        (group / "memory.swappiness").write_text(f"{swappiness}\n")
-        yield lambda: (group / "cgroup.procs").write_text(f"{os.getpid()}\n")
-    finally:
-        # Its last process may take a moment to leave on a busy machine.
-        assert wait_for(lambda: rmdir_quietly(group), timeout=30)
-
-
-def rmdir_quietly(path):
-    with contextlib.suppress(FileNotFoundError):
-        try:
-            path.rmdir()
-        except OSError:
-            return False
-    return True
+    # No limit of its own ("-1"): only the swappiness its groups inherit matters.
+    with memcg.limited(f"specx-test-swappiness-{uuid.uuid4().hex[:8]}", -1, hierarchy) as group:
+        pathlib.Path(group.path, "memory.swappiness").write_text(f"{swappiness}\n")
+        yield group.add
 
 
 def shared_sweepers(tmp_path, mib, passes, njobs, memory, quantum, prefetch, release,
@@ -493,8 +477,6 @@ def bench_share(tmp_path, *options):
     """`specx bench share` at its smallest scale, swapping to zram (skipped where there is
     none), checked to have succeeded and to have left no swap device or cgroup behind.
     Returns the finished process and the results directory."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
-    from specx_bench import swapspace
     if not swapspace.zram_available():
         pytest.skip("no zram here: the benchmark's fast swap device cannot be made")
     before_swaps, before_groups = swaps(), share_groups()
@@ -547,47 +529,6 @@ def test_a_benchmark_run_past_its_time_limit_is_stopped_and_leaves_nothing(specx
         assert mode["stopped_runs"] == 1 and mode["outputs_identical"] is None
     assert "> 0.05 s (stopped)" in (out / "results-share.md").read_text()
     assert not processes_with(str(tmp_path / "data"))
-
-
-def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
-    sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "bench"))
-    from specx_bench import share_bench
-
-    def run(makespan, faults):
-        ended = makespan is not None
-        return {"makespan_s": makespan, "stopped_after_s": None if ended else 100.0,
-                "jobs": [{"wall_s": makespan, "output": "x", "exit": 0}] if ended else None,
-                "major_faults": faults, "major_faults_first_second": faults // 10,
-                "prefetched_bytes": 0, "prefetched_file_bytes": 0,
-                "prefetched_unused_bytes": 0, "switches": 4, "turn_cpu_share": 0.5}
-
-    alone = [{"elapsed_s": 10.0, "output": "x", "exit": 0}]
-    summary = share_bench.summarize({
-        "model": [run(30.0, 100)] * 3,
-        "none": [run(None, 5000), run(None, 4000), run(90.0, 3000)],   # median: stopped
-        "switch": [run(None, 900), run(40.0, 300), run(50.0, 400)],     # median: 50 s
-        "all-at-once": [run(None, 7000)] * 3,
-    }, alone)
-    assert summary["none"]["makespan_s"] is None and summary["none"]["makespan_over_s"] == 100
-    assert summary["none"]["slowdown"] == [9.0] and summary["none"]["outputs_identical"]
-    assert summary["switch"]["makespan_s"] == 50.0 and summary["switch"]["stopped_runs"] == 1
-    assert summary["all-at-once"]["outputs_identical"] is None
-    killed = dict(run(20.0, 10), jobs=[{"wall_s": 20.0, "output": "", "exit": -9}])
-    differs = share_bench.summarize({"model": [run(30.0, 100), killed]}, alone)["model"]
-    assert not differs["outputs_identical"]
-    assert differs["outputs_differing"] == [{"job": 1, "exit": -9, "exit_alone": 0,
-                                             "output_same": False}]
-    assert share_bench.ratio(summary, "model", "none") == (0.3, "<")
-    assert share_bench.ratio(summary, "none", "switch") == (2.0, ">")
-    assert share_bench.ratio(summary, "none", "all-at-once") is None
-    results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
-    assert results["makespan model / none"] == "PASS"              # 0.3 at most
-    assert results["makespan model / all-at-once"] == "PASS"       # 0.3 at most
-    assert results["makespan model / switch"] == "PASS"            # 0.6
-    summary["model"]["makespan_s"], summary["model"]["makespan_over_s"] = None, 100.0
-    results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
-    assert results["makespan model / switch"] == "FAIL"            # over 2.0
-    assert "makespan model / none" not in results                  # both stopped
 
 
 # ---- --follow: someone else's rotation ----

@@ -12,8 +12,9 @@ import sys
 import tempfile
 import textwrap
 
+from specx_support.unwind import sigterm_unwinds
+
 from . import components, datasets, modes, report, runner, validate
-from .unwind import sigterm_unwinds
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"

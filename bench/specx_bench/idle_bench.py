@@ -49,7 +49,9 @@ import threading
 import time
 import uuid
 
-from . import components, datasets, memcg, slowfs, subcommand
+from specx_support import memcg
+
+from . import components, datasets, slowfs, subcommand
 from .resident import drop_caches
 
 MIB = 1 << 20

@@ -10,7 +10,9 @@ import subprocess
 import tempfile
 import time
 
-from . import components, datasets, memcg, modes, readcalls, resident, slowfs
+from specx_support import memcg
+
+from . import components, datasets, modes, readcalls, resident, slowfs
 from .resident import drop_caches
 
 

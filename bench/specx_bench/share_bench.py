@@ -31,7 +31,9 @@ import sys
 import time
 import uuid
 
-from . import components, datasets, memcg, slowfs, subcommand, swapspace
+from specx_support import memcg, swapspace
+
+from . import components, datasets, slowfs, subcommand
 from .resident import drop_caches
 
 MIB = 1 << 20

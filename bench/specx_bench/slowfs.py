@@ -1,73 +1,33 @@
-"""slowfs mounts for the benchmarks: mounted with `specx slowfs -d`, always unmounted, and
-device statistics snapshots (cumulative counters, so a run's share is a difference)."""
+"""slowfs mounts for the benchmarks (specx_support.slowfs, with the `specx` that started the
+harness) and device statistics snapshots (cumulative counters, so a run's share is a
+difference)."""
 import contextlib
 import json
-import os
-import subprocess
+
+from specx_support import slowfs as mounts
 
 from . import components
 
 
-def is_mounted(path):
-    """True when PATH is a mount point (per /proc/self/mountinfo)."""
-    path = os.path.realpath(path)
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            # Field 5 is the mount point, with spaces etc. escaped as octal.
-            point = line.split()[4].encode().decode("unicode_escape")
-            if point == path:
-                return True
-    return False
-
-
-def _specx(*args):
-    return subprocess.run([components.specx_exe(), "slowfs", *args], capture_output=True,
-                          text=True)
-
-
-def unmount(path):
-    """Unmounts PATH however it can: slowfs's own way first, then lazily."""
-    if not is_mounted(path):
-        return
-    _specx("--unmount", path)
-    if is_mounted(path):
-        subprocess.run(["fusermount3", "-u", "-z", path], capture_output=True)
-    if is_mounted(path):
-        subprocess.run(["umount", "-l", path], capture_output=True)
-
-
-def clean_stale(path):
-    """Removes a mount left at PATH by an earlier run that crashed. A run killed outright
-    leaves its mount point dead ("Transport endpoint is not connected"): it is no directory
-    any more as far as stat can tell, so only the mount table is asked."""
-    if is_mounted(path):
-        print(f"specx bench: {path} is still mounted from an earlier run; unmounting it",
-              flush=True)
-        unmount(path)
+def _say(line):
+    print(f"specx bench: {line}", flush=True)
 
 
 @contextlib.contextmanager
 def mounted(backing, mountpoint, options):
-    """slowfs over BACKING at MOUNTPOINT with slowfs OPTIONS for the duration of the block."""
-    clean_stale(mountpoint)
-    os.makedirs(mountpoint, exist_ok=True)
-    proc = _specx("-d", *options, backing, mountpoint)
-    if proc.returncode != 0:
-        unmount(mountpoint)
-        detail = proc.stderr.strip().splitlines()
-        raise SystemExit(f"specx bench: cannot mount slowfs on {mountpoint}: "
-                         f"{detail[-1] if detail else 'exit status %d' % proc.returncode}")
+    """slowfs over BACKING at MOUNTPOINT with slowfs OPTIONS for the duration of the block;
+    a mount that cannot be made ends the bench with its one-line reason."""
     try:
-        yield mountpoint
-    finally:
-        unmount(mountpoint)
-        with contextlib.suppress(OSError):
-            os.rmdir(mountpoint)
+        with mounts.mounted(components.specx_exe(), backing, mountpoint, options,
+                            note=_say) as point:
+            yield point
+    except mounts.MountError as e:
+        raise SystemExit(f"specx bench: {e}") from None
 
 
 def stats(mountpoint):
     """The device's cumulative statistics (`specx slowfs --stats --json`), or None."""
-    proc = _specx("--stats", mountpoint, "--json")
+    proc = mounts.run(components.specx_exe(), "--stats", mountpoint, "--json")
     if proc.returncode != 0:
         return None
     try:

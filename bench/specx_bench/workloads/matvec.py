@@ -3,13 +3,11 @@
 memory cgroup smaller than the matrix (memcg.py), so every iteration faults the matrix in
 again: real memory pressure, not a simulated one."""
 import os
-import random
-import struct
+
+from specx_support.programs import write_matrix
 
 from .. import components
 from .base import Command, Workload
-
-HEADER_SIZE = 4096   # must match bench/programs/matvec.c
 
 
 class Matvec(Workload):
@@ -24,17 +22,7 @@ class Matvec(Workload):
     }
 
     def generate(self, dest, params, progress):
-        # A circulant matrix: row i is a random row rotated by i. Cheap to write, and each
-        # row's bytes differ, so a wrong page changes the checksum.
-        n, rng = params["n"], random.Random(1)
-        row = struct.pack(f"<{n}d", *(rng.random() for _ in range(n)))
-        with open(os.path.join(dest, "matrix.bin"), "wb") as f:
-            f.write(struct.pack("<8sQQ", b"SPECXMAT", n, n).ljust(HEADER_SIZE, b"\0"))
-            for i in range(n):
-                k = 8 * (i % n)
-                f.write(row[k:] + row[:k])
-                if i % 256 == 255 or i == n - 1:
-                    progress(i + 1, n, "rows")
+        write_matrix(os.path.join(dest, "matrix.bin"), params["n"], progress)
 
     def command(self, root, params, scratch):
         return Command([components.require("matvec", "the matvec workload"),

@@ -11,29 +11,15 @@ timed part), dropped from the page cache on both sides of slowfs, and removed af
 working_copy). A run that is interrupted therefore never leaves a changed data set behind."""
 import contextlib
 import os
-import random
 import shutil
-import struct
+
+from specx_support.programs import write_grid
 
 from .. import components
 from .base import Command, Workload
 
-HEADER_SIZE = 4096   # must match bench/programs/stencil.c
 PRISTINE = "grid.orig"
 WORKING = "grid.bin"
-CHUNK = 8 << 20
-
-
-def write_grid(path, n, seed, progress):
-    """A grid file of edge N: header, then n^3 random 32-bit values (deterministic for SEED).
-    Random values make every page's content distinct, so a wrong page changes the checksum."""
-    rng = random.Random(seed)
-    total = n ** 3 * 4
-    with open(path, "wb") as f:
-        f.write(struct.pack("<8sQ", b"SPECXGRD", n).ljust(HEADER_SIZE, b"\0"))
-        for done in range(0, total, CHUNK):
-            f.write(rng.randbytes(min(CHUNK, total - done)))
-            progress(min(done + CHUNK, total) >> 20, total >> 20, "MiB of grid")
 
 
 def backing_of(mountpoint):

@@ -12,9 +12,11 @@ run's log records the pages swapped in and out (/proc/vmstat), to show that it s
 import contextlib
 import os
 
-from .. import components, swapspace
+from specx_support import swapspace
+from specx_support.programs import write_grid
+
+from .. import components
 from .base import Command, Workload
-from .stencil import write_grid
 
 GRID = "grid.bin"
 

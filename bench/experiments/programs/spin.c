@@ -1,3 +1,5 @@
+/* spin SECONDS: a busy loop for SECONDS of wall time, printing its count; the pinned
+ * spinner of bench/experiments/idle_at_rest.py and idle_v2_rest.py. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>

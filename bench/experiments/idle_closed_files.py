@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """specx idle's dirty bound with files the command writes and closes, old build against new.
 
 A: the writer alone (its elapsed time, the peak of its unwritten data, its holds): a shell loop
@@ -6,11 +7,17 @@ writing 512 files of 512 KiB (256 MiB) on /var/tmp, plain / under the old / the 
 A run is stopped after 60 s. B: a foreground of random 4 KiB O_DIRECT reads of a 1 GiB file
 on the same disk for 8 s, alone and beside a loop writing 1 MiB files without end (plain,
 old, new): its reads, and the background's files written meanwhile. Builds alternate within
-each round. Usage: closed_files.py OLD_SPECX NEW_SPECX OUT_DIR [ROUNDS]"""
-import json, mmap, os, shutil, statistics, subprocess, sys, tempfile, time
+each round; runs.json goes to OUT_DIR, idle_closed_files_report.py tables it.
 
-OLD, NEW, OUT = sys.argv[1:4]
-ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    bench/experiments/idle_closed_files.py OLD_SPECX NEW_SPECX OUT_DIR [ROUNDS]"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
 BASE = "/var/tmp/specx-closed-bench"
 LOOP = "cd {d} && for i in $(seq 512); do head -c 524288 /dev/zero > f$i; done"
 DD = "dd if=/dev/zero of={d}/big bs=1M count=128 iflag=fullblock status=none"
@@ -80,6 +87,14 @@ def fg_run(build, data):
 
 
 def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("old", help="the old build's specx")
+    p.add_argument("new", help="the new build's specx")
+    p.add_argument("out", help="where runs.json goes")
+    p.add_argument("rounds", type=int, nargs="?", default=3)
+    a = p.parse_args()
+    OLD, NEW, OUT, ROUNDS = a.old, a.new, a.out, a.rounds
     os.makedirs(BASE, exist_ok=True)
     data = os.path.join(BASE, "fg-1g")
     if not os.path.exists(data):
@@ -105,4 +120,5 @@ def main():
         json.dump(runs, f, indent=1)
 
 
-main()
+if __name__ == "__main__":
+    main()
