@@ -14,7 +14,8 @@ import textwrap
 
 from specx_support.unwind import sigterm_unwinds
 
-from . import components, datasets, modes, report, runner, validate
+from specx_support import components
+from . import datasets, modes, report, runner, validate
 from .workloads import WORKLOADS
 
 VALIDATION = "slowfs"

@@ -51,7 +51,8 @@ import uuid
 
 from specx_support import memcg
 
-from . import components, datasets, slowfs, subcommand
+from specx_support import components
+from . import datasets, slowfs, subcommand
 from .resident import drop_caches
 
 MIB = 1 << 20

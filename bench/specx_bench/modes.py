@@ -5,7 +5,8 @@ import dataclasses
 import json
 from typing import Callable, Optional
 
-from . import components
+from specx_support import components
+
 
 # What a mode does to the page cache before each run.
 DROP_CACHES = "drop-caches"   # every file page evicted: the paper's "flushed before each run" (§3)

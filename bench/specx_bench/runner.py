@@ -12,7 +12,8 @@ import time
 
 from specx_support import memcg
 
-from . import components, datasets, modes, readcalls, resident, slowfs
+from specx_support import components
+from . import datasets, modes, readcalls, resident, slowfs
 from .resident import drop_caches
 
 

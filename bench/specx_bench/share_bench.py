@@ -33,7 +33,8 @@ import uuid
 
 from specx_support import memcg, swapspace
 
-from . import components, datasets, slowfs, subcommand
+from specx_support import components
+from . import datasets, slowfs, subcommand
 from .resident import drop_caches
 
 MIB = 1 << 20

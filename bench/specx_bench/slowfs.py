@@ -4,9 +4,8 @@ difference)."""
 import contextlib
 import json
 
+from specx_support import components
 from specx_support import slowfs as mounts
-
-from . import components
 
 
 def _say(line):

@@ -5,7 +5,7 @@ import os
 import random
 import struct
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 HEADER_SIZE = 4096   # must match bench/programs/chase.c

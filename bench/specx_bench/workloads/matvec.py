@@ -6,7 +6,7 @@ import os
 
 from specx_support.programs import write_matrix
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 

@@ -7,7 +7,7 @@ nospec, specx-basic and specx-fast."""
 import os
 import random
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 

@@ -7,7 +7,7 @@ to 200 % of it: the Fig. 6 sweep."""
 import os
 import random
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 CHUNK = 8 << 20

@@ -5,7 +5,7 @@ import os
 import random
 import sqlite3
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 

@@ -15,7 +15,7 @@ import shutil
 
 from specx_support.programs import write_grid
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 PRISTINE = "grid.orig"

@@ -15,7 +15,7 @@ import os
 from specx_support import swapspace
 from specx_support.programs import write_grid
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 GRID = "grid.bin"

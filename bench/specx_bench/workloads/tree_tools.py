@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 
-from .. import components
+from specx_support import components
 from .base import Command, first_line
 from .grep import ABSENT, Grep
 

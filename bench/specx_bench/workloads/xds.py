@@ -22,7 +22,7 @@ import os
 import random
 import struct
 
-from .. import components
+from specx_support import components
 from .base import Command, Workload
 
 # The header's brick order (bench/programs/xds.c): 0 = (z, y, x), 1 = along a Hilbert curve.
