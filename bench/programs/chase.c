@@ -1,4 +1,4 @@
-/* chase: a workload speculation cannot help (issue 3's "no slower" bar). It follows a chain of
+/* chase: a workload speculation cannot help (the "no slower" bar). It follows a chain of
  * blocks through a file, and the offset of every read comes from the data of the read before
  * it, so a speculative copy that skips a non-resident read cannot know where to go next
  * (Fraser & Chang 2003, §2: "a speculative process will incorrectly predict future accesses if

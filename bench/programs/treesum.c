@@ -1,6 +1,6 @@
 /* treesum: reads every regular file under DIR, in directory order, with plain read(2) calls
  * and prints their count, total size and a checksum. Built statically (-static), it stands for
- * the programs the preload runtime cannot see: Go tools, musl or -static C (issue 12). */
+ * the programs the preload runtime cannot see: Go tools, musl or -static C */
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-"""The bars `specx run` is held to (issues 3 and 4), checked against each benchmark's own
+"""The bars `specx run` is held to, checked against each benchmark's own
 results so that a results file says by itself which are met. The anchors are the paper's:
 SpecHint with 4 disks cut Agrep and XDataSlice by ~70 % and Gnuld by 29 %; the in-kernel design
 by 35–56 %, MATVEC by 55 %; MGRID-like codes gain with fast refork and one-way copy-on-write
@@ -98,7 +98,7 @@ def check(workloads):
 
 
 def refork_rows(workload):
-    """Issue 4's bars on a run of the refork workload: fast refork under a millisecond on
+    """The refork bars on a run of the refork workload: fast refork under a millisecond on
     average, and one-way copy-on-write adding no more than 1 % to the program's minor faults."""
     fast, nospec = spec_runs(workload, "specx-fast"), spec_runs(workload, "nospec")
     if workload["name"] != "refork" or not fast:

@@ -1,5 +1,5 @@
 """`specx bench idle`: does the foreground notice background work? (Eggert 2002, Figs. 12-13
-and 17-18, for CPU, disk, memory and network; issue 14).
+and 17-18, for CPU, disk, memory and network).
 
 Each experiment pairs a foreground (FG) that measures its own throughput with a background
 (BG) that counts its own progress, and runs the FG:
@@ -547,7 +547,7 @@ def slice_shares(rates):
 
 
 def cpu_floor(scale, out_dir):
-    """What the cpu bar stands on (issue 14: FG >= 0.99 of solo): the FG pinned to CPU 0, and
+    """What the cpu bar stands on (FG >= 0.99 of solo): the FG pinned to CPU 0, and
     in turn no BG, a BG pinned to the other CPUs (plain: it never takes the FG's CPU, so what
     it costs the FG is the machine's — caches, memory, the host's cores and clocks — and no
     priority can remove it short of leaving those CPUs idle), and the BG under specx idle,
@@ -710,7 +710,7 @@ def markdown(result):
                   "its runs column counts slices). pinned-apart: a plain BG on the other CPUs "
                   "only, never on the FG's: what any use of the idle CPUs costs the FG on this "
                   "machine."]
-    lines += ["", "Bars (issue 14): FG ≥ 0.99 of solo for CPU, ≥ 0.97 for disk and memory under "
+    lines += ["", "Bars: FG ≥ 0.99 of solo for CPU, ≥ 0.97 for disk and memory under "
               "specx idle; BG ≥ 80 % of the idle capacity when the FG is bursty; memory given "
               "back within 0.5 s of the FG's pressure onset.", ""]
     return "\n".join(lines)

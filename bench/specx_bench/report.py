@@ -316,7 +316,7 @@ def markdown(results):
                     "and pgscan are deltas over the run, for every group on it.", ""]
         checked = bars_table(results["workloads"])
         if checked:
-            out += ["## Bars (issues 3 and 4)", "", checked, ""]
+            out += ["## Bars", "", checked, ""]
     return "\n".join(out)
 
 

@@ -1,4 +1,4 @@
-"""`specx bench share`: job-speculative prefetching on real jobs (Suh et al. 2001; issue 11).
+"""`specx bench share`: job-speculative prefetching on real jobs (Suh et al. 2001).
 
 Six memory-hungry jobs whose working sets together are more than twice the memory they are
 given (four `sweep` jobs over anonymous memory, GNU `sort -S` over a text file, and the sqlite3
@@ -488,7 +488,7 @@ def markdown(result):
               "groups (all-at-once: of the one group); in turns' first second: summed over "
               "every turn (specx share only). CPU in turns: the share of the turns' time "
               "the running job spent on a CPU; the rest it waited, on its pages or the "
-              "device (specx share only).", "", "## Bars (issue 11)", ""]
+              "device (specx share only).", "", "## Bars", ""]
     rows = bars(summary)
     lines += ["| figure | measured | bar | result |", "|---|---|---|---|"] if rows else \
         ["None applies to this run's modes (they compare model with none, switch and "

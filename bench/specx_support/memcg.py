@@ -1,5 +1,5 @@
 """A memory cgroup around a timed run: real memory pressure for the out-of-core workloads
-(issue 4: the data set must not fit), on cgroup v1 (the memory controller of these machines)
+(the data set must not fit), on cgroup v1 (the memory controller of these machines)
 and v2 (most users' systems). The group is made for one run and removed afterwards, also when
 the run fails."""
 import contextlib

@@ -1,4 +1,4 @@
-"""Swap space for the `swap` workload (issue 4: a program whose I/O is swapping). The harness
+"""Swap space for the `swap` workload (a program whose I/O is swapping). The harness
 makes its own swap space for each run and removes it when the run ends — normally, on an error,
 on Ctrl-C or SIGTERM — so that the machine is left as it was and every run starts with nothing
 swapped (the paper flushed swap-backed pages before each run, §3).

@@ -1,6 +1,6 @@
 """chase: dependent reads — each read's offset comes from the data of the read before it, so a
 speculative copy cannot run ahead (Fraser & Chang 2003, §2). Not one of the paper's
-benchmarks: it is issue 3's "a workload speculation cannot help" (specx / cold ≤ 1.05)."""
+benchmarks: it is the bars' "a workload speculation cannot help" (specx / cold ≤ 1.05)."""
 import os
 import random
 import struct

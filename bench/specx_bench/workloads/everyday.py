@@ -1,4 +1,4 @@
-"""Issue 10's workloads: everyday programs on slow storage whose speculative copies cannot
+"""Everyday programs on slow storage whose speculative copies cannot
 foresee their reads, where specx must cost nothing. The sqlite3 shell (an indexed lookup of
 400 keys and an unindexed scan: SQLite checks every page, and a copy dies of the garbage it
 sees in place of a page not in memory), Python importing a large package set, and the C

@@ -1,4 +1,4 @@
-"""Issue 12's workloads: the programs people run on slow storage that `specx run`'s preload
+"""The programs people run on slow storage that `specx run`'s preload
 cannot serve today, each over grep's source tree (the same data set, generated once), so that
 their times compare with grep's: ripgrep (threaded, and -j1), git grep (threaded, over a
 repository), restic (Go: its own system calls, static or not), a statically linked C
