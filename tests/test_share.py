@@ -17,6 +17,7 @@ import pytest
 
 from conftest import SPECX, run_specx
 from specx_support import memcg, swapspace
+from specx_support.jobs import KERNEL_WRITER, SWEEPER
 
 PY = sys.executable
 
@@ -315,21 +316,6 @@ def swaps_of_others():
 
 # ---- memory: no job is ever killed for what its frozen neighbours hold ----
 
-# Sweeps its own anonymous memory (MIB MiB, a byte of each page, PASSES times, seeded) and
-# prints a checksum: the output depends on every page keeping its content.
-SWEEPER = """
-import sys
-size, passes, seed = int(sys.argv[1]) << 20, int(sys.argv[2]), int(sys.argv[3])
-m = bytearray(size)
-for i in range(0, size, 4096):
-    m[i] = (i // 4096 * seed) & 255
-s = 0
-for p in range(passes):
-    for i in range(0, size, 4096):
-        s = (s * 31 + m[i]) & 0xffffffff
-        m[i] = (m[i] + 1) & 255
-print(s)
-"""
 
 MODES = [(p, r) for p in ("none", "switch", "model") for r in ("none", "cold", "pageout")]
 
@@ -393,24 +379,6 @@ def test_frozen_jobs_memory_the_kernel_will_not_swap_gets_no_job_killed(
     assert got == alone
 
 
-# Like SWEEPER, but the first touch of each page in a pass is the kernel's: a read from a pipe
-# into it (copy_to_user), a fault taken in the kernel, whose charge of a full group must not
-# fail (EFAULT, or SIGSEGV where the kernel writes a thread's rseq area) where it would wait or
-# reclaim for a fault taken in user space.
-KERNEL_WRITER = """
-import os, sys
-size, passes, seed = int(sys.argv[1]) << 20, int(sys.argv[2]), int(sys.argv[3])
-m = bytearray(size)
-view = memoryview(m)
-r, w = os.pipe()
-s = seed
-for p in range(passes):
-    for i in range(0, size, 4096):
-        os.write(w, bytes([s & 255]))
-        os.readv(r, [view[i:i + 1]])
-        s = (s * 31 + m[i] + p) & 0xffffffff
-print(s)
-"""
 
 
 @pytest.mark.root
@@ -602,3 +570,24 @@ def rmdir_ok(path):
         return True
     except OSError:
         return False
+
+
+@pytest.mark.root
+def test_the_stress_script_runs_every_mode_and_leaves_no_swap(specx, tmp_path):
+    """bench/stress-share at a tiny size: a table, its JSON and figure, no kill, no swap left."""
+    swaps_before = pathlib.Path("/proc/swaps").read_text().splitlines()[1:]
+    out = tmp_path / "out"
+    proc = subprocess.run([str(pathlib.Path(__file__).parent.parent / "bench" / "stress-share"),
+                           "--specx", str(SPECX), "--runs", "1", "--baseline-runs", "1",
+                           "--jobs", "2", "--mib", "8", "--passes", "2", "--memory", "12M",
+                           "--quantum", "100ms", "--swap", "64M", "--busy", "0",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads((out / "stress.json").read_text())["summary"]
+    assert [s["mode"] for s in summary][0] == "all at once" and len(summary) == 10
+    assert all(s["killed"] == 0 and s["wrong"] == 0 for s in summary[1:])
+    assert (out / "stress.png").stat().st_size > 0 and "| mode |" in (out / "stress.md").read_text()
+    others = swaps_of_others()
+    left = [l for l in pathlib.Path("/proc/swaps").read_text().splitlines()[1:]
+            if l not in swaps_before and l.split()[0] not in others]
+    assert not left
