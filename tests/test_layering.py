@@ -1,6 +1,6 @@
 """The preload runtime's layers depend downward only (issue 13; docs/DESIGN.md §0).
 
-src/runtime has one folder per layer, top to bottom: entry (the interposed libc names), copy
+src/run/runtime has one folder per layer, top to bottom: entry (the interposed libc names), copy
 (the copy's life cycle), core (per-process state, statistics, the control region), sandbox,
 policy; below them src/kernel and src/common. These tests read the sources' includes and the
 built objects' symbols (the build's own record of who calls whom) and fail on:
@@ -18,17 +18,18 @@ import pytest
 
 from conftest import BUILD, REPO
 
-RUNTIME = REPO / "src" / "runtime"
+RUNTIME = REPO / "src" / "run" / "runtime"
 LAYERS = ["policy", "sandbox", "core", "copy", "entry"]  # bottom to top
 BELOW = 0  # src/kernel and src/common
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def rank(module):
-    """A module is a path relative to src/ without extension: runtime/copy/copy, kernel/maps."""
+    """A module is a path relative to src/ without extension: run/runtime/copy/copy,
+    kernel/maps."""
     parts = module.split("/")
-    if parts[0] == "runtime":
-        return LAYERS.index(parts[1]) + 1
+    if parts[:2] == ["run", "runtime"]:
+        return LAYERS.index(parts[2]) + 1
     return BELOW
 
 
@@ -120,7 +121,8 @@ def runtime_objects():
         source = (BUILD / entry["file"]).resolve()
         output = BUILD / entry["output"]
         module = module_of(source) if (REPO / "src") in source.parents else ""
-        if module.split("/")[0] in ("runtime", "kernel", "common") and \
+        below = module.split("/")[0] in ("kernel", "common")
+        if (module.startswith("run/runtime/") or below) and \
                 re.search(r"libspecx[-.\w]*\.(so|a)\.p/", entry["output"]):
             objects[module] = output
     return objects
@@ -146,7 +148,7 @@ def defined_and_undefined(obj):
 
 
 def interposed_names():
-    return {line.split()[-1] for line in nm(BUILD / "src/runtime/libspecx.so", "-D",
+    return {line.split()[-1] for line in nm(BUILD / "src/run/runtime/libspecx.so", "-D",
                                              "--defined-only")}
 
 
@@ -162,13 +164,13 @@ def test_calls_point_downward_without_cycles(objects):
 def test_only_the_entry_layer_reaches_interposed_names(objects):
     interposed = interposed_names()
     below = {module: sorted(defined_and_undefined(obj)[1] & interposed)
-             for module, obj in objects.items() if not module.startswith("runtime/entry/")}
+             for module, obj in objects.items() if not module.startswith("run/runtime/entry/")}
     assert not {m: names for m, names in below.items() if names}
 
 
 def test_libspecx_exports_only_what_the_entry_layer_defines(objects):
     entry = set()
     for module, obj in objects.items():
-        if module.startswith("runtime/entry/"):
+        if module.startswith("run/runtime/entry/"):
             entry |= defined_and_undefined(obj)[0]
     assert interposed_names() <= entry, interposed_names() - entry

@@ -9,7 +9,7 @@
 
 /* Build-tree directories that hold components, relative to SPECX_BUILD_ROOT. */
 static const char *const build_subdirs[] = {
-    "src/cli", "src/slowfs", "src/share", "src/idle", "src/runtime", "bench", "bench/programs",
+    "src/run", "src/slowfs", "src/share", "src/idle", "src/run/runtime", "bench", "bench/programs",
     NULL,
 };
 

@@ -1,4 +1,4 @@
-/* Back-off and retirement of a process's copies (src/runtime/policy/backoff.c). */
+/* Back-off and retirement of a process's copies (src/run/runtime/policy/backoff.c). */
 #include "check.h"
 #include "policy/backoff.h"
 #include "stats_layout.h"

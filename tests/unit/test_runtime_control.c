@@ -1,5 +1,5 @@
-/* The prefetch log shared by a program and its speculative process (src/runtime/core/control.c):
- * which prefetches a read consumes, and how the horizon moves. */
+/* The prefetch log shared by a program and its speculative process
+ * (src/run/runtime/core/control.c): which prefetches a read consumes, and how the horizon moves. */
 #include <stdio.h>
 
 #include "check.h"

@@ -1,5 +1,5 @@
-/* The prefetch horizon's decision (src/runtime/policy/horizon.h) and the range arithmetic the read
- * path relies on (src/kernel/residency.h). */
+/* The prefetch horizon's decision (src/run/runtime/policy/horizon.h) and the range arithmetic the
+ * read path relies on (src/kernel/residency.h). */
 #include <stdio.h>
 
 #include "check.h"

@@ -1,4 +1,4 @@
-/* The supervisor's prefetch log (src/supervisor/predictions.h): how the program's progress,
+/* The supervisor's prefetch log (src/run/supervisor/predictions.h): how the program's progress,
  * seen from outside, reaches its copy's records. */
 #include <stdio.h>
 

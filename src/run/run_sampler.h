@@ -26,7 +26,7 @@ struct outside_view {
     uint64_t blocked_ns;    /* sampled time threads spent blocked in such reads, summed */
 };
 
-/* What a supervisor (src/supervisor) does with the samples: the sampler is its trigger. */
+/* What a supervisor (src/run/supervisor) does with the samples: the sampler is its trigger. */
 struct sampler_hooks {
     void *ctx;
     /* Waits until DEADLINE (CLOCK_MONOTONIC), doing its own work meanwhile. */

@@ -3,7 +3,7 @@
  * sees a thread of it blocked in a read of a regular file; if no copy predicted that read, the
  * supervisor clones the thread as it comes back from the read (held_thread.h), seals the clone
  * (outside_copy.h) and serves its reads as prefetches (serve.h). The policies are the
- * runtime's (src/runtime/policy): horizon, trust and back-off, fed from outside. */
+ * runtime's (src/run/runtime/policy): horizon, trust and back-off, fed from outside. */
 #ifndef SPECX_SUPERVISOR_H
 #define SPECX_SUPERVISOR_H
 

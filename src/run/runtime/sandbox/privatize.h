@@ -36,7 +36,7 @@ bool specx_safe_to_read(int fd, const struct stat *st);
 
 /* Why a speculative copy's open of the file PROBE names (an O_PATH descriptor; its fstat is
  * put in ST) with open FLAGS is refused, as -errno; 0 if it may be opened, read-only. The open
- * trap asks it in the runtime's copy, the supervisor for its copy (src/supervisor). */
+ * trap asks it in the runtime's copy, the supervisor for its copy (src/run/supervisor). */
 int specx_open_refusal(int probe, long flags, struct stat *st);
 
 /* Opens PATH with FLAGS plus O_NOATIME where the kernel allows it (owner or CAP_FOWNER): what

@@ -201,7 +201,7 @@ static void print_outside_view(FILE *out, const struct outside_view *v)
             (double)RUN_SAMPLE_PERIOD_NS / 1e6);
 }
 
-/* What the supervisor did (src/supervisor/supervisor.h), and in a plain word why it did not
+/* What the supervisor did (src/run/supervisor/supervisor.h), and in a plain word why it did not
  * help where it could not. */
 static void print_supervisor(FILE *out, const struct supervisor_counts *c)
 {
