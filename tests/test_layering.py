@@ -38,13 +38,11 @@ def module_of(path):
 
 
 def resolve_include(source, name):
-    """The module an include of the runtime names: a layer-qualified runtime header, or a
-    header of src/kernel or src/common."""
-    for candidate in (RUNTIME / name, REPO / "src" / "kernel" / name,
-                      REPO / "src" / "common" / name):
-        if candidate.exists():
-            return module_of(candidate)
-    raise AssertionError(f"{source}: #include \"{name}\" names no runtime, kernel or common header")
+    """The module an include names: every include of a project header is its path under src/."""
+    candidate = REPO / "src" / name
+    if candidate.exists():
+        return module_of(candidate)
+    raise AssertionError(f"{source}: #include \"{name}\" names no header under src/")
 
 
 def runtime_sources():

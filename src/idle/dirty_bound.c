@@ -1,5 +1,5 @@
 /* See dirty_bound.h. */
-#include "dirty_bound.h"
+#include "idle/dirty_bound.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dirty_policy.h"
-#include "group_fds.h"
-#include "ioprio.h"
-#include "memcg.h"
-#include "priority.h"
+#include "idle/dirty_policy.h"
+#include "kernel/group_fds.h"
+#include "kernel/ioprio.h"
+#include "kernel/memcg.h"
+#include "idle/priority.h"
 
 /* True if descriptor FD of PID is open for writing. */
 static bool open_for_writing(pid_t pid, int fd)

@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cgroup.h"
-#include "closed_files.h"
-#include "hold.h"
-#include "isolation.h"
+#include "kernel/cgroup.h"
+#include "idle/closed_files.h"
+#include "idle/hold.h"
+#include "idle/isolation.h"
 
 struct idle_dirty {
     const struct specx_cgroup *mem; /* the background's memory group */

@@ -1,5 +1,5 @@
 /* See isolation.h. */
-#include "isolation.h"
+#include "idle/isolation.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,13 +18,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "file_status.h"
-#include "pathset.h"
-#include "proc_path.h"
-#include "readset.h"
-#include "upper_complete.h"
-#include "util.h"
+#include "idle/beneath.h"
+#include "idle/file_status.h"
+#include "idle/pathset.h"
+#include "kernel/proc_path.h"
+#include "idle/readset.h"
+#include "idle/upper_complete.h"
+#include "common/util.h"
 
 #define DIRS_FILE "dirs"
 #define JOURNAL_FILE "journal"

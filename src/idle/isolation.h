@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "changes.h"
-#include "options.h"
-#include "pathset.h"
-#include "snapshot.h"
-#include "state_dir.h"
+#include "idle/changes.h"
+#include "idle/options.h"
+#include "idle/pathset.h"
+#include "idle/snapshot.h"
+#include "idle/state_dir.h"
 
 enum idle_outcome {
     ISOLATION_UNCHANGED,   /* the command changed nothing */

@@ -19,19 +19,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "dirty_bound.h"
-#include "groups.h"
-#include "hold.h"
-#include "isolation.h"
-#include "kfile.h"
-#include "memory_yield.h"
-#include "net_class.h"
-#include "net_queue.h"
-#include "options.h"
-#include "priority.h"
-#include "report.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "idle/dirty_bound.h"
+#include "idle/groups.h"
+#include "idle/hold.h"
+#include "idle/isolation.h"
+#include "kernel/kfile.h"
+#include "idle/memory_yield.h"
+#include "idle/net_class.h"
+#include "idle/net_queue.h"
+#include "idle/options.h"
+#include "idle/priority.h"
+#include "idle/report.h"
+#include "common/util.h"
 
 /* How long a command told to stop (Ctrl-C, SIGTERM) has before it is killed. */
 #define STOP_GRACE_NS 5000000000ull

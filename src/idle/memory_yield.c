@@ -1,14 +1,14 @@
 /* See memory_yield.h. */
-#include "memory_yield.h"
+#include "idle/memory_yield.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "memcg.h"
-#include "psi.h"
+#include "kernel/clock.h"
+#include "kernel/memcg.h"
+#include "kernel/psi.h"
 
 /* Foreground stall time in one sample that counts as pressure: 2 % of the sample. Less is the
  * noise of a busy machine's occasional reclaim. */

@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "groups.h"
-#include "hold.h"
-#include "yield_policy.h"
+#include "idle/groups.h"
+#include "idle/hold.h"
+#include "idle/yield_policy.h"
 
 /* 50 ms: the give-back bar is 0.5 s from the foreground's first stall, and a sample costs a
  * few small reads. */

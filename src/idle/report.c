@@ -1,10 +1,10 @@
 /* See report.h. */
-#include "report.h"
+#include "idle/report.h"
 
 #include <sys/wait.h>
 
-#include "isolation.h"
-#include "json.h"
+#include "idle/isolation.h"
+#include "common/json.h"
 
 #define MIB (1024.0 * 1024.0)
 

@@ -8,12 +8,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "dirty_bound.h"
-#include "groups.h"
-#include "memory_yield.h"
-#include "net_queue.h"
-#include "net_receive.h"
-#include "options.h"
+#include "idle/dirty_bound.h"
+#include "idle/groups.h"
+#include "idle/memory_yield.h"
+#include "idle/net_queue.h"
+#include "idle/net_receive.h"
+#include "idle/options.h"
 
 struct idle_isolation;
 

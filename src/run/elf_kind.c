@@ -1,5 +1,5 @@
 /* See elf_kind.h. */
-#include "elf_kind.h"
+#include "run/elf_kind.h"
 
 #include <elf.h>
 #include <fcntl.h>

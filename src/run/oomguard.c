@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memcg.h"
-#include "oom_victim.h"
-#include "util.h"
+#include "kernel/memcg.h"
+#include "kernel/oom_victim.h"
+#include "common/util.h"
 
 /* After an OOM event the group's killed processes are freed every STEP_NS until the kill has
  * been counted and AFTER_KILL_STEPS more (50 ms), for at most MAX_STEPS (2 s, when the kernel's

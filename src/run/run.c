@@ -22,15 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "paths.h"
-#include "run.h"
-#include "run_env.h"
-#include "run_oom_guard.h"
-#include "run_report.h"
-#include "run_stats.h"
-#include "supervisor.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "common/paths.h"
+#include "run/run.h"
+#include "common/run_env.h"
+#include "run/run_oom_guard.h"
+#include "run/run_report.h"
+#include "run/run_stats.h"
+#include "run/supervisor/supervisor.h"
+#include "common/util.h"
 
 struct options {
     bool report;

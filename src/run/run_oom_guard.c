@@ -1,5 +1,5 @@
 /* See run_oom_guard.h. */
-#include "run_oom_guard.h"
+#include "run/run_oom_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "memcg.h"
-#include "paths.h"
+#include "kernel/memcg.h"
+#include "common/paths.h"
 
 /* The guard must not be charged where the OOM is: at the group's limit its own allocations (a
  * pidfd, a /proc read, a page it touches) waited for the OOM like the program's (2.5 s seen, the

@@ -1,9 +1,9 @@
-#include "run_report.h"
+#include "run/run_report.h"
 
 #include <inttypes.h>
 #include <string.h>
 
-#include "json.h"
+#include "common/json.h"
 
 static double seconds(uint64_t ns) { return (double)ns / 1e9; }
 

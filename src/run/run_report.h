@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "elf_kind.h"
-#include "run_sampler.h"
-#include "run_stats.h"
-#include "supervisor.h"
+#include "run/elf_kind.h"
+#include "run/run_sampler.h"
+#include "run/run_stats.h"
+#include "run/supervisor/supervisor.h"
 
 struct run_result {
     char *const *argv;     /* the command */

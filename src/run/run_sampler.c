@@ -1,13 +1,13 @@
 /* See run_sampler.h. */
-#include "run_sampler.h"
+#include "run/run_sampler.h"
 
 #include <errno.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "blocked_reads.h"
-#include "clock.h"
+#include "kernel/blocked_reads.h"
+#include "kernel/clock.h"
 
 #define MAX_THREADS 256
 

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "blocked_reads.h"
+#include "kernel/blocked_reads.h"
 
 /* The sampling period. A read shorter than it may be missed: the figures are lower bounds for
  * a fast device, and within a period per read for a slow one. On a busy machine the sampler

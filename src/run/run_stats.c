@@ -1,4 +1,4 @@
-#include "run_stats.h"
+#include "run/run_stats.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stats_layout.h"
+#include "common/stats_layout.h"
 
 struct run_stats {
     struct specx_stats_slot *procs; /* one per program image that ran with the runtime */

@@ -1,5 +1,5 @@
 /* See job.h. */
-#include "job.h"
+#include "share/job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "freezer.h"
-#include "kfile.h"
-#include "memcg.h"
-#include "memory.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "kernel/freezer.h"
+#include "kernel/kfile.h"
+#include "kernel/memcg.h"
+#include "share/memory.h"
+#include "common/util.h"
 
 /* How long a job's groups may take to empty once its processes are killed. */
 #define EMPTY_TIMEOUT_MS 5000

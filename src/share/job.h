@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
-#include "files.h"
-#include "options.h"
+#include "kernel/cgroup.h"
+#include "share/files.h"
+#include "share/options.h"
 
 /* The groups every job's groups are made in: one memory group holding --memory, and the
  * freezer's (the same group where both controllers share one hierarchy, v2). Below the memory

@@ -15,16 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "follow.h"
-#include "job.h"
-#include "memcg.h"
-#include "memory.h"
-#include "options.h"
-#include "prefetcher.h"
-#include "report.h"
-#include "rotation.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "share/follow.h"
+#include "share/job.h"
+#include "kernel/memcg.h"
+#include "share/memory.h"
+#include "share/options.h"
+#include "share/prefetcher.h"
+#include "share/report.h"
+#include "share/rotation.h"
+#include "common/util.h"
 
 /* How long a freeze may take before the rotation goes on without waiting for it. */
 #define FREEZE_TIMEOUT_MS 2000

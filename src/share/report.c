@@ -1,10 +1,10 @@
 /* See report.h. */
-#include "report.h"
+#include "share/report.h"
 
 #include <string.h>
 #include <sys/wait.h>
 
-#include "json.h"
+#include "common/json.h"
 
 static const char *const prefetch_names[] = { "none", "switch", "model" };
 static const char *const release_names[] = { "none", "cold", "pageout" };

@@ -4,8 +4,8 @@
 
 #include <stdio.h>
 
-#include "job.h"
-#include "options.h"
+#include "share/job.h"
+#include "share/options.h"
 
 /* One turn: whose, when (ns since the run began), and what its job did in it. */
 struct share_turn {

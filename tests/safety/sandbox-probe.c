@@ -18,7 +18,7 @@
  *
  * Usage: sandbox-probe [--outside COLD1 COLD2] DIR TCP_PORT UNIX_SOCKET_PATH
  * Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any check failed. */
-#include "sandbox/sandbox.h"
+#include "run/runtime/sandbox/sandbox.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "core/control.h"
+#include "run/runtime/core/control.h"
 
 static struct specx_control *fresh(void)
 {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "policy/horizon.h"
-#include "residency.h"
+#include "run/runtime/policy/horizon.h"
+#include "kernel/residency.h"
 
 static void test_count_bound(void)
 {

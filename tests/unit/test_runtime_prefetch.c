@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "policy/prefetch.h"
+#include "run/runtime/policy/prefetch.h"
 
 #define CHUNK SPECX_PREFETCH_CHUNK
 

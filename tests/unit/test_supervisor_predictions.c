@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "predictions.h"
+#include "run/supervisor/predictions.h"
 
 static struct prediction_log log_of_three(void)
 {

@@ -1,5 +1,5 @@
 /* See copy_fds.h. */
-#include "copy_fds.h"
+#include "run/supervisor/copy_fds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "group_fds.h"
-#include "proc_path.h"
-#include "sandbox/privatize.h"
+#include "kernel/group_fds.h"
+#include "kernel/proc_path.h"
+#include "run/runtime/sandbox/privatize.h"
 
 /* An O_PATH descriptor of the file descriptor FD of process PID names, or -1. */
 static int inherited_file(pid_t pid, int fd)

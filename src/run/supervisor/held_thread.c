@@ -1,5 +1,5 @@
 /* See held_thread.h. */
-#include "held_thread.h"
+#include "run/supervisor/held_thread.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "blocked_reads.h"
-#include "clock.h"
-#include "kfile.h"
+#include "kernel/blocked_reads.h"
+#include "kernel/clock.h"
+#include "kernel/kfile.h"
 
 #if !defined(__x86_64__)
 #error "held_thread.c sets x86-64 registers; port held_syscall"

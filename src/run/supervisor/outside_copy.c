@@ -1,5 +1,5 @@
 /* See outside_copy.h. */
-#include "outside_copy.h"
+#include "run/supervisor/outside_copy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "maps.h"
-#include "proc_path.h"
-#include "sandbox/sandbox_filter.h"
+#include "kernel/maps.h"
+#include "kernel/proc_path.h"
+#include "run/runtime/sandbox/sandbox_filter.h"
 
 #ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)

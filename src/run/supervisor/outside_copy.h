@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "copy_fds.h"
-#include "held_thread.h"
+#include "run/supervisor/copy_fds.h"
+#include "run/supervisor/held_thread.h"
 
 struct outside_copy {
     pid_t from_tid;     /* the program's thread it was cloned from */

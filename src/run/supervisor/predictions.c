@@ -1,5 +1,5 @@
 /* See predictions.h. */
-#include "predictions.h"
+#include "run/supervisor/predictions.h"
 
 void predictions_reset(struct prediction_log *l)
 {

@@ -1,5 +1,5 @@
 /* See serve.h. */
-#include "serve.h"
+#include "run/supervisor/serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,13 +12,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "policy/horizon.h"
-#include "policy/prefetch.h"
-#include "proc_path.h"
-#include "raw.h"
-#include "residency.h"
-#include "sandbox/privatize.h"
+#include "kernel/clock.h"
+#include "run/runtime/policy/horizon.h"
+#include "run/runtime/policy/prefetch.h"
+#include "kernel/proc_path.h"
+#include "kernel/raw.h"
+#include "kernel/residency.h"
+#include "run/runtime/sandbox/privatize.h"
 
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008

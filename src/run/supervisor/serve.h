@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "outside_copy.h"
-#include "predictions.h"
+#include "run/supervisor/outside_copy.h"
+#include "run/supervisor/predictions.h"
 
 struct serve_counts {
     uint64_t calls;        /* notified calls answered */

@@ -1,5 +1,5 @@
 /* See supervisor.h. */
-#include "supervisor.h"
+#include "run/supervisor/supervisor.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -8,14 +8,14 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
-#include "clock.h"
-#include "copy_hazards.h"
-#include "kfile.h"
-#include "memcg.h"
-#include "outside_copy.h"
-#include "policy/backoff.h"
-#include "policy/horizon.h"
-#include "policy/trust.h"
+#include "kernel/clock.h"
+#include "kernel/copy_hazards.h"
+#include "kernel/kfile.h"
+#include "kernel/memcg.h"
+#include "run/supervisor/outside_copy.h"
+#include "run/runtime/policy/backoff.h"
+#include "run/runtime/policy/horizon.h"
+#include "run/runtime/policy/trust.h"
 
 /* A copy that makes no read for this long while not waiting at its horizon is stuck (a lock
  * another thread held at the clone, a Go runtime waiting for threads it does not have): the

@@ -12,9 +12,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "blocked_reads.h"
-#include "cgroup.h"
-#include "serve.h"
+#include "kernel/blocked_reads.h"
+#include "kernel/cgroup.h"
+#include "run/supervisor/serve.h"
 
 struct supervisor_counts {
     uint64_t copies;            /* copies made */

@@ -1,4 +1,4 @@
-#include "copy/copy.h"
+#include "run/runtime/copy/copy.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,23 +11,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "copy/copy_idle.h"
-#include "copy/copy_read.h"
-#include "copy/copy_ref.h"
-#include "copy/copy_timer.h"
-#include "copy/fault_speculation.h"
-#include "copy/lazy_memory.h"
-#include "copy/memory_watch.h"
-#include "copy_hazards.h"
-#include "core/control.h"
-#include "core/runtime.h"
-#include "ioprio.h"
-#include "policy/backoff.h"
-#include "policy/prefetch.h"
-#include "policy/trust.h"
-#include "raw.h"
-#include "residency.h"
-#include "sandbox/sandbox.h"
+#include "run/runtime/copy/copy_idle.h"
+#include "run/runtime/copy/copy_read.h"
+#include "run/runtime/copy/copy_ref.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/copy/fault_speculation.h"
+#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/copy/memory_watch.h"
+#include "kernel/copy_hazards.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "kernel/ioprio.h"
+#include "run/runtime/policy/backoff.h"
+#include "run/runtime/policy/prefetch.h"
+#include "run/runtime/policy/trust.h"
+#include "kernel/raw.h"
+#include "kernel/residency.h"
+#include "run/runtime/sandbox/sandbox.h"
 
 /* How long the program waits for a new speculative process to privatize its state before
  * going on with its own read; it was already issued, so the wait hides in the disk's time. */

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "stats_layout.h" /* enum specx_slot_flag */
+#include "common/stats_layout.h" /* enum specx_slot_flag */
 
 /* The read the program is about to block on. */
 struct specx_stall {

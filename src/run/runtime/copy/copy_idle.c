@@ -1,11 +1,11 @@
 /* The idle and stuck limits of a speculative process: see copy_idle.h. */
-#include "copy/copy_idle.h"
+#include "run/runtime/copy/copy_idle.h"
 
 #include <signal.h>
 
-#include "copy/copy_timer.h"
-#include "core/control.h"
-#include "core/runtime.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
 
 /* The signals of the copy's CPU-time and wall-clock timers (copy_timer.h); the memory watch
  * uses SIGRTMAX - 2. */

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "core/runtime.h"
-#include "stats_layout.h"
+#include "run/runtime/core/runtime.h"
+#include "common/stats_layout.h"
 
 /* The CPU time a copy may spend between two moments of I/O activity (SPECX_COPY_IDLE_CPU_NS,
  * stats_layout.h, where the report finds it) is checked in ticks of half of it, so the limit

@@ -1,22 +1,22 @@
 /* The copy's reads (copy_read.h). "In memory" means complete (mincore), not merely present
  * (cachestat counts pages still being read): copying those would make this process wait for the disk like its program. */
-#include "copy/copy_read.h"
+#include "run/runtime/copy/copy_read.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "copy/copy_idle.h"
-#include "copy/copy_timer.h"
-#include "copy/lazy_memory.h"
-#include "copy/memory_watch.h"
-#include "core/control.h"
-#include "core/runtime.h"
-#include "policy/horizon.h"
-#include "policy/prefetch.h"
-#include "policy/trust.h"
-#include "raw.h"
-#include "residency.h"
+#include "run/runtime/copy/copy_idle.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "run/runtime/policy/horizon.h"
+#include "run/runtime/policy/prefetch.h"
+#include "run/runtime/policy/trust.h"
+#include "kernel/raw.h"
+#include "kernel/residency.h"
 
 /* Pages whose state one mincore call reports (1 MiB). */
 #define STEP_PAGES 256u

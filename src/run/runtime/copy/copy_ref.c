@@ -1,4 +1,4 @@
-#include "copy/copy_ref.h"
+#include "run/runtime/copy/copy_ref.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/runtime.h"
-#include "raw.h"
+#include "run/runtime/core/runtime.h"
+#include "kernel/raw.h"
 
 /* Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
  * fields are counted from the last ')'. Raw syscalls: the runtime's own read wrappers must

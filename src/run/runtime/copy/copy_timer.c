@@ -1,11 +1,11 @@
 /* The copy's timers and its own end: see copy_timer.h. */
-#include "copy/copy_timer.h"
+#include "run/runtime/copy/copy_timer.h"
 
 #include <signal.h>
 #include <stddef.h>
 #include <unistd.h>
 
-#include "copy/lazy_memory.h"
+#include "run/runtime/copy/lazy_memory.h"
 
 void specx_copy_every(clockid_t clock, int signo, void (*handler)(int), uint64_t period_ns)
 {

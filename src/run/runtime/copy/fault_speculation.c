@@ -1,7 +1,7 @@
 /* Page-fault speculation in the speculative process; see fault_speculation.h. Everything here runs
  * in the sandboxed copy, most of it inside its SIGSEGV handler: system calls only, no malloc,
  * no stdio. */
-#include "copy/fault_speculation.h"
+#include "run/runtime/copy/fault_speculation.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,20 +12,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "copy/copy_idle.h"
-#include "copy/copy_read.h"
-#include "copy/copy_timer.h"
-#include "core/control.h"
-#include "core/runtime.h"
-#include "kernel_limits.h"
-#include "maps.h"
-#include "policy/horizon.h"
-#include "policy/prefetch.h"
-#include "program_pagemap.h"
-#include "raw.h"
-#include "residency.h"
-#include "sandbox/privatize.h"
+#include "kernel/clock.h"
+#include "run/runtime/copy/copy_idle.h"
+#include "run/runtime/copy/copy_read.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "kernel/kernel_limits.h"
+#include "kernel/maps.h"
+#include "run/runtime/policy/horizon.h"
+#include "run/runtime/policy/prefetch.h"
+#include "kernel/program_pagemap.h"
+#include "kernel/raw.h"
+#include "kernel/residency.h"
+#include "run/runtime/sandbox/privatize.h"
 
 /* The unit of protection, prediction and prefetch is a chunk: what one WILLNEED call reads,
  * the device's read-ahead size (128 KiB on FUSE: docs/DESIGN.md §2), aligned in the file. A

@@ -1,6 +1,6 @@
 /* Fast refork, program side (Fraser & Chang 2003, §5.1): which regions a speculative clone
  * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
-#include "copy/lazy_memory.h"
+#include "run/runtime/copy/lazy_memory.h"
 
 #include <link.h>
 #include <stddef.h>
@@ -10,13 +10,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/control.h"
-#include "core/runtime.h"
-#include "maps.h"
-#include "policy/lazy_budget.h"
-#include "residency.h"
-#include "run_env.h"
-#include "raw.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "kernel/maps.h"
+#include "run/runtime/policy/lazy_budget.h"
+#include "kernel/residency.h"
+#include "common/run_env.h"
+#include "kernel/raw.h"
 
 static bool requested;    /* SPECX_REFORK=fast */
 static bool program_owns; /* the program used MADV_DONTFORK or MADV_WIPEONFORK itself */

@@ -1,16 +1,16 @@
 /* The memory control's mechanism: see memory_watch.h. */
-#include "copy/memory_watch.h"
+#include "run/runtime/copy/memory_watch.h"
 
 #include <signal.h>
 #include <stdio.h>
 
-#include "copy/copy_timer.h"
-#include "core/control.h"
-#include "core/runtime.h"
-#include "kfile.h"
-#include "memcg.h"
-#include "psi.h"
-#include "residency.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "kernel/kfile.h"
+#include "kernel/memcg.h"
+#include "kernel/psi.h"
+#include "kernel/residency.h"
 
 /* The signal of the copy's wall-clock timer (copy_timer.h); the idle limit uses SIGRTMAX - 1. */
 #define WATCH_SIGNAL (SIGRTMAX - 2)

@@ -1,4 +1,4 @@
-#include "core/control.h"
+#include "run/runtime/core/control.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -6,9 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "policy/horizon.h"
-#include "raw.h"
+#include "kernel/clock.h"
+#include "run/runtime/policy/horizon.h"
+#include "kernel/raw.h"
 
 /* Parked processes re-check the time bound this often even if nobody wakes them. */
 #define PARK_RECHECK_NS (100ull * 1000000ull)

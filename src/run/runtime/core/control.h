@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cgroup.h"
-#include "policy/memory_control.h"
-#include "policy/trust.h" /* struct specx_tally */
+#include "kernel/cgroup.h"
+#include "run/runtime/policy/memory_control.h"
+#include "run/runtime/policy/trust.h" /* struct specx_tally */
 
 #define SPECX_LOG_SIZE 1024u   /* ring of prefetch records; > SPECX_HORIZON_MAX */
 #define SPECX_LOG_WINDOW 384u  /* how far back the program looks for a matching prefetch */

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "clock.h"
-#include "stats_layout.h"
+#include "kernel/clock.h"
+#include "common/stats_layout.h"
 
 enum specx_role {
     SPECX_ROLE_OFF,    /* before the constructor ran, or standing aside (copy.h): every wrapper

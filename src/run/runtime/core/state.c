@@ -1,6 +1,6 @@
 /* The per-process state of libspecx.so (core/runtime.h): what one process image knows, reset
  * at its start and in a forked child. */
-#include "core/runtime.h"
+#include "run/runtime/core/runtime.h"
 
 #include <stdarg.h>
 #include <sched.h>
@@ -9,11 +9,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/control.h"
-#include "core/stats.h"
-#include "policy/backoff.h"
-#include "policy/trust.h"
-#include "raw.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/stats.h"
+#include "run/runtime/policy/backoff.h"
+#include "run/runtime/policy/trust.h"
+#include "kernel/raw.h"
 
 struct specx_state specx;
 

@@ -1,5 +1,5 @@
-#include "core/stats.h"
-#include "run_env.h"
+#include "run/runtime/core/stats.h"
+#include "common/run_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "raw.h"
+#include "kernel/clock.h"
+#include "kernel/raw.h"
 
 static char stats_path[PATH_MAX];
 /* Where counts go when there is no statistics file to share them through. */

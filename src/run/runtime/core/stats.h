@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "stats_layout.h"
+#include "common/stats_layout.h"
 
 /* Remembers the file named by SPECX_STATS (the program may change its environment later). */
 void specx_stats_init(void);

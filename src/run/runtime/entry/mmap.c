@@ -13,12 +13,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "copy/copy.h"
-#include "copy/fault_speculation.h"
-#include "copy/lazy_memory.h"
-#include "core/runtime.h"
-#include "entry/real.h"
-#include "residency.h"
+#include "run/runtime/copy/copy.h"
+#include "run/runtime/copy/fault_speculation.h"
+#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/core/runtime.h"
+#include "run/runtime/entry/real.h"
+#include "kernel/residency.h"
 
 /* Whether [off, off+len) of fd is all in the page cache (or is no regular file's: nothing a
  * speculative process could prefetch). */

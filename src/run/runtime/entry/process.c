@@ -8,15 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "copy/copy.h"
-#include "copy/copy_timer.h"
-#include "copy_hazards.h"
-#include "core/runtime.h"
-#include "core/stats.h"
-#include "entry/real.h"
-#include "kfile.h"
-#include "residency.h"
-#include "run_env.h"
+#include "run/runtime/copy/copy.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "kernel/copy_hazards.h"
+#include "run/runtime/core/runtime.h"
+#include "run/runtime/core/stats.h"
+#include "run/runtime/entry/real.h"
+#include "kernel/kfile.h"
+#include "kernel/residency.h"
+#include "common/run_env.h"
 
 static unsigned horizon_from_env(void)
 {

@@ -10,9 +10,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "entry/readpath.h"
-#include "entry/real.h"
-#include "core/runtime.h"
+#include "run/runtime/entry/readpath.h"
+#include "run/runtime/entry/real.h"
+#include "run/runtime/core/runtime.h"
 
 /* preadv2's RWF_NOWAIT never blocks, so it is never a stall. */
 #ifndef RWF_NOWAIT

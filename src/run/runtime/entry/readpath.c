@@ -1,17 +1,17 @@
-#include "entry/readpath.h"
+#include "run/runtime/entry/readpath.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "copy/copy.h"
-#include "copy/copy_read.h"
-#include "copy/memory_watch.h"
-#include "core/control.h"
-#include "core/runtime.h"
-#include "entry/real.h"
-#include "residency.h"
+#include "run/runtime/copy/copy.h"
+#include "run/runtime/copy/copy_read.h"
+#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "run/runtime/entry/real.h"
+#include "kernel/residency.h"
 
 /* A read of resident data that still takes this long waited for pages in flight (a prefetch
  * or the kernel's readahead not complete yet): a cached read takes microseconds. */

@@ -1,5 +1,5 @@
 /* The real functions behind the entry points: see real.h. */
-#include "entry/real.h"
+#include "run/runtime/entry/real.h"
 
 #include <dlfcn.h>
 

@@ -14,9 +14,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "copy/copy.h"
-#include "core/runtime.h"
-#include "entry/real.h"
+#include "run/runtime/copy/copy.h"
+#include "run/runtime/core/runtime.h"
+#include "run/runtime/entry/real.h"
 
 /* Whether seccomp(OP, FLAGS, ARGS) would install a filter or strict mode (seccomp(2)): other
  * operations only ask, and an install without its program or with flags on strict mode is

@@ -22,9 +22,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "entry/readpath.h"
-#include "entry/real.h"
-#include "core/runtime.h"
+#include "run/runtime/entry/readpath.h"
+#include "run/runtime/entry/real.h"
+#include "run/runtime/core/runtime.h"
 
 /* Optimizing builds may define these as macros; here they are the functions. */
 #undef fread_unlocked

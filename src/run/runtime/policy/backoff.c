@@ -1,9 +1,9 @@
 /* Back-off and retirement of a process's copies: see backoff.h. */
-#include "policy/backoff.h"
+#include "run/runtime/policy/backoff.h"
 
 #include <string.h>
 
-#include "stats_layout.h" /* SPECX_RETIRE_AFTER, which the report quotes */
+#include "common/stats_layout.h" /* SPECX_RETIRE_AFTER, which the report quotes */
 
 #define MAX_BACKOFF 64u
 #define BACKOFF_FILES 8

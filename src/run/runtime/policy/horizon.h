@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "run_env.h" /* SPECX_HORIZON_DEFAULT, SPECX_HORIZON_MAX */
+#include "common/run_env.h" /* SPECX_HORIZON_DEFAULT, SPECX_HORIZON_MAX */
 
 /* A prefetch the program has not reached after this long is probably wasted already; do not
  * add more until it catches up (well under the ~10 s reclaim time measured here). */

@@ -1,5 +1,5 @@
 /* The copy's memory budget: see lazy_budget.h. */
-#include "policy/lazy_budget.h"
+#include "run/runtime/policy/lazy_budget.h"
 
 #define BUDGET_MAX (64ul << 20)
 #define BUDGET_SHARE 8u

@@ -1,5 +1,5 @@
 /* The §6.1 control's arithmetic: see memory_control.h. */
-#include "policy/memory_control.h"
+#include "run/runtime/policy/memory_control.h"
 
 void specx_memctl_init(struct specx_memctl *m)
 {

@@ -1,4 +1,4 @@
-#include "policy/trust.h"
+#include "run/runtime/policy/trust.h"
 
 /* Share of a copy's predictions the program must read for copies to prefetch for real: the
  * complement of issue 3's 10 % bar on unused speculative prefetches. */

@@ -1,11 +1,11 @@
 /* Private file offsets and copy-on-write mappings for the speculative process (§4.1.1, first
  * restriction). See privatize.h. Only system calls here: the caller is a child cloned from a
  * possibly multithreaded program, so malloc and stdio locks may be held by threads it lost. */
-#include "sandbox/privatize.h"
-#include "kfile.h"
-#include "maps.h"
-#include "proc_path.h"
-#include "raw.h"
+#include "run/runtime/sandbox/privatize.h"
+#include "kernel/kfile.h"
+#include "kernel/maps.h"
+#include "kernel/proc_path.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "maps.h"
+#include "kernel/maps.h"
 
 /* A memory region of the runtime that must stay shared with the normal process (the control
  * region, the statistics slot): everything else that is shared becomes private. */

@@ -1,11 +1,11 @@
 /* Entering the speculative process's sandbox: the three restrictions of Fraser & Chang 2003,
  * §4.1.1, in the order that makes each one safe to rely on. The second restriction (no
  * parent/child relationship) is the runtime's: it clones with exit signal 0. */
-#include "sandbox/sandbox.h"
-#include "sandbox/privatize.h"
-#include "sandbox/sandbox_filter.h"
-#include "sandbox/sandbox_open_trap.h"
-#include "raw.h"
+#include "run/runtime/sandbox/sandbox.h"
+#include "run/runtime/sandbox/privatize.h"
+#include "run/runtime/sandbox/sandbox_filter.h"
+#include "run/runtime/sandbox/sandbox_open_trap.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

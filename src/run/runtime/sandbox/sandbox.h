@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sandbox/privatize.h" /* struct specx_region */
+#include "run/runtime/sandbox/privatize.h" /* struct specx_region */
 
 /* Compiles the system-call filter, once, in the normal process (libseccomp allocates, which a
  * child cloned from a multithreaded program must not do). Call it before the first speculative

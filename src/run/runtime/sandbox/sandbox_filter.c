@@ -8,8 +8,8 @@
  * By the time the filter is loaded, privatize.c has left the child no shared file description
  * and no shared writable mapping except the runtime's own control regions, and every descriptor
  * it holds is read-only or /dev/null. The rules below rely on that. */
-#include "sandbox/sandbox_filter.h"
-#include "raw.h"
+#include "run/runtime/sandbox/sandbox_filter.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* See sandbox_open_trap.h. Runs in a SIGSYS handler: system calls only, errno preserved. */
-#include "sandbox/sandbox_open_trap.h"
-#include "sandbox/privatize.h"
-#include "proc_path.h"
-#include "raw.h"
+#include "run/runtime/sandbox/sandbox_open_trap.h"
+#include "run/runtime/sandbox/privatize.h"
+#include "kernel/proc_path.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>
