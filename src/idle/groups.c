@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "kernel/cgroup_sweep.h"
 #include "common/util.h"
 
 #define PREFIX "specx-idle"

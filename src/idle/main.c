@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "kernel/clock.h"
+#include "kernel/cgroup_sweep.h"
 #include "idle/dirty_bound.h"
 #include "idle/groups.h"
 #include "idle/hold.h"
