@@ -5,8 +5,6 @@
 #include <stddef.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/lazy_memory.h"
-
 void specx_copy_every(clockid_t clock, int signo, void (*handler)(int), uint64_t period_ns)
 {
     struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_RESTART };
@@ -27,9 +25,17 @@ void specx_copy_every(clockid_t clock, int signo, void (*handler)(int), uint64_t
     timer_settime(timer, 0, &every, NULL);
 }
 
+static void (*before_end)(void);
+
+void specx_copy_before_end(void (*hook)(void))
+{
+    before_end = hook;
+}
+
 static _Noreturn void end_with(int status)
 {
-    specx_lazy_release_regions();
+    if (before_end)
+        before_end();
     _exit(status);
 }
 

@@ -12,8 +12,14 @@
  * the handler in its copy only keeps the copy alive, as before. */
 void specx_copy_every(clockid_t clock, int signo, void (*handler)(int), uint64_t period_ns);
 
-/* Ends the copy: first frees its large regions while the OOM killer can still choose it
- * (lazy_memory.h says why), then exits. Async-signal-safe. */
+/* What a copy does right before it ends itself: HOOK, registered once at load by the file that
+ * knows what must go first (lazy_regions.c: the copy's large regions, freed while the OOM
+ * killer can still choose it; lazy_memory.h says why). A hook rather than a call, so that this
+ * file, which the other copy files use to end a copy, depends on none of them. HOOK must be
+ * async-signal-safe. */
+void specx_copy_before_end(void (*hook)(void));
+
+/* Ends the copy: first the hook above, then exits. Async-signal-safe. */
 _Noreturn void specx_copy_end_itself(void);
 
 /* The same for a copy that a signal (SIGNO) would kill: a copy crashing on the data it could

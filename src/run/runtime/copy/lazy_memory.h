@@ -60,12 +60,13 @@ void specx_lazy_restore(const struct specx_lazy_set *set);
 
 /* --- speculative side (lazy_fill.c) --- */
 
-/* In a copy about to end itself (copy_idle.c): frees the regions a fast clone would leave out
- * (lazy_regions.c chooses them) — the copy's own pages there and its shares of the
- * program's — while the copy is still a process the OOM killer can choose (oom_score_adj
- * 1000). Exiting frees them only after the process has let go of its address space, when the
- * OOM killer no longer sees it; at idle priority that can last long enough for the program's
- * charges to fail and the program to be chosen instead. Async-signal-safe. */
+/* In a copy about to end itself (the hook copy_timer.h runs before its end): frees the
+ * regions a fast clone would leave out (lazy_regions.c chooses them) — the copy's own pages
+ * there and its shares of the program's — while the copy is still a process the OOM killer
+ * can choose (oom_score_adj 1000). Exiting frees them only after the process has let go of
+ * its address space, when the OOM killer no longer sees it; at idle priority that can last
+ * long enough for the program's charges to fail and the program to be chosen instead.
+ * Async-signal-safe. */
 void specx_lazy_release_regions(void);
 
 /* A new userfaultfd (close-on-exec, non-blocking). Without privilege (sysctl

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "run/runtime/copy/copy_timer.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/maps.h"
@@ -55,6 +56,13 @@ __attribute__((constructor)) static void read_refork_mode(void)
     requested = mode && strcmp(mode, "fast") == 0;
     if (requested)
         measure_static_tls();
+}
+
+/* Every copy, fast refork or not, frees these regions before it ends itself (lazy_memory.h
+ * says why); set at load, so that every copy inherits it. */
+__attribute__((constructor)) static void release_regions_at_copy_end(void)
+{
+    specx_copy_before_end(specx_lazy_release_regions);
 }
 
 void specx_lazy_note_advice(int advice)
