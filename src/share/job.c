@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernel/cgroup_sweep.h"
 #include "kernel/clock.h"
 #include "kernel/freezer.h"
 #include "kernel/kfile.h"
 #include "kernel/memcg.h"
-#include "share/memory.h"
 #include "common/util.h"
 
 /* How long a job's groups may take to empty once its processes are killed. */
@@ -296,7 +296,6 @@ void share_job_end(struct share_job *j)
         specx_warn("cannot remove the cgroup %s: %s", j->mem.dir, strerror(errno));
     j->mem_made = j->frz_made = false;
     share_files_clear(&j->files);
-    share_memory_unused(j); /* forgets what was asked for: a job that ended has no next turn */
     if (j->pidfd >= 0)
         close(j->pidfd);
     j->pidfd = -1;

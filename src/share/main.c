@@ -450,6 +450,7 @@ static void end_all(struct share *s)
 {
     for (size_t i = 0; i < s->n; i++) {
         share_job_end(&s->jobs[i]);
+        share_memory_unused(&s->jobs[i]); /* forgets what was asked for: no next turn */
         if (!s->jobs[i].ended_ns)
             s->jobs[i].ended_ns = specx_now_ns();
         for (struct share_stream *st = &s->jobs[i].out; st; st = st == &s->jobs[i].out ? &s->jobs[i].err : NULL)
