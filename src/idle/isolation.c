@@ -414,6 +414,18 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
         idle_isolation_abandon(iso);
 }
 
+struct idle_isolation_figures idle_isolation_figures(const struct idle_isolation *iso)
+{
+    struct idle_isolation_figures f = {
+        .ndirs = iso->n, .outcome = iso->outcome, .changes = iso->changes.n,
+        .read_set_lost = iso->read_set_lost, .conflicts = iso->conflicts.paths,
+        .nconflicts = iso->conflicts.n,
+    };
+    for (size_t i = 0; i < iso->n; i++)
+        f.dirs[i] = iso->dirs[i];
+    return f;
+}
+
 void idle_isolation_abandon(struct idle_isolation *iso)
 {
     if (iso->state[0]) {

@@ -201,3 +201,14 @@ void idle_memory_end(struct idle_memory *m)
 {
     m->peak_bytes = specx_memcg_peak(&m->groups->mem.cg);
 }
+
+struct idle_memory_figures idle_memory_figures(const struct idle_memory *m)
+{
+    return (struct idle_memory_figures){
+        .psi_usable = m->psi_usable, .shrinks = m->shrinks, .thaws = m->thaws,
+        .grows = m->grows, .giveback_max_ns = m->giveback_max_ns,
+        .giveback_sum_ns = m->giveback_sum_ns, .given_back_bytes = m->given_back_bytes,
+        .frozen_ns = m->frozen_ns, .first_giveback_at = m->first_giveback_at,
+        .peak_bytes = m->peak_bytes,
+    };
+}

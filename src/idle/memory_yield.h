@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "idle/figures.h"
 #include "idle/groups.h"
 #include "idle/hold.h"
 #include "idle/yield_policy.h"
@@ -54,5 +55,8 @@ void idle_memory_stop(struct idle_memory *m, uint64_t now_ns);
 /* The run is over, the background's memory group not yet removed: reads what the report
  * needs of it. */
 void idle_memory_end(struct idle_memory *m);
+
+/* What the report tells of it (figures.h). */
+struct idle_memory_figures idle_memory_figures(const struct idle_memory *m);
 
 #endif
