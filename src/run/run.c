@@ -28,6 +28,7 @@
 #include "common/run_env.h"
 #include "run/run_oom_guard.h"
 #include "run/run_report.h"
+#include "run/run_sampler.h"
 #include "run/run_stats.h"
 #include "run/supervisor/supervisor.h"
 #include "common/util.h"

@@ -7,9 +7,8 @@
 #include <stdio.h>
 
 #include "run/elf_kind.h"
-#include "run/run_sampler.h"
+#include "run/figures.h"
 #include "run/run_stats.h"
-#include "run/supervisor/supervisor.h"
 
 struct run_result {
     char *const *argv;     /* the command */

@@ -9,16 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "run/supervisor/counts.h"
 #include "run/supervisor/outside_copy.h"
 #include "run/supervisor/predictions.h"
-
-struct serve_counts {
-    uint64_t calls;        /* notified calls answered */
-    uint64_t opens;        /* files opened for copies */
-    uint64_t prefetches;   /* prefetch requests issued (live copies) */
-    uint64_t bytes;        /* bytes they asked for */
-    uint64_t predictions;  /* the same, only logged (dry copies) */
-};
 
 struct served_copy {
     struct outside_copy oc;
