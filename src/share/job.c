@@ -368,3 +368,15 @@ int share_job_exit_code(const struct share_job *j)
         return 128 + WTERMSIG(j->status);
     return 1;
 }
+
+struct share_job_figures share_job_figures(const struct share_job *j)
+{
+    return (struct share_job_figures){
+        .number = j->number, .argv = j->argv, .exited = j->exited, .status = j->status,
+        .exit_code = j->exited ? share_job_exit_code(j) : -1,
+        .started_ns = j->started_ns, .ended_ns = j->ended_ns, .turns = j->turns,
+        .major_faults = j->major_faults, .majflt_first_second = j->majflt_first_second,
+        .peak_bytes = j->peak_bytes, .prefetched_bytes = j->prefetched_bytes,
+        .prefetched_file_bytes = j->prefetched_file_bytes, .unused_bytes = j->unused_bytes,
+    };
+}

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "kernel/cgroup.h"
+#include "share/figures.h"
 #include "share/files.h"
 #include "share/options.h"
 
@@ -102,6 +103,9 @@ void share_job_end(struct share_job *j);
 /* Relays what the stream has to say now, whole lines only, each prefixed "[N] "; at EOF the
  * rest (a newline added if it lacks one). Returns false once the stream is at EOF. */
 bool share_stream_relay(struct share_stream *s, unsigned number);
+
+/* What the report tells of job J (figures.h), once it has ended. */
+struct share_job_figures share_job_figures(const struct share_job *j);
 
 /* The exit code the job's wait status stands for: its exit status, or 128+N for signal N. */
 int share_job_exit_code(const struct share_job *j);

@@ -38,6 +38,7 @@ struct share {
     struct share_options opt;
     struct share_groups groups;
     struct share_job *jobs;
+    struct share_job_figures *figures; /* the jobs' for the report, made when it is written */
     struct share_slot *slots;
     size_t n, current;
     uint64_t run_start, turn_start, turn_end;
@@ -516,8 +517,10 @@ static void start_all(struct share *s)
 
 static void write_reports(struct share *s, int exit_code)
 {
+    for (size_t i = 0; i < s->n; i++)
+        s->figures[i] = share_job_figures(&s->jobs[i]);
     struct share_run run = {
-        .opt = &s->opt, .jobs = s->jobs, .njobs = s->n, .switches = s->switches,
+        .opt = &s->opt, .jobs = s->figures, .njobs = s->n, .switches = s->switches,
         .makespan_s = (double)(specx_now_ns() - s->run_start) / 1e9, .exit_code = exit_code,
         .interrupted = s->stop_signal != 0, .turns = s->turns, .nturns = s->nturns,
         .prefetches = s->prefetches, .nprefetches = s->nprefetches,
@@ -555,7 +558,8 @@ int main(int argc, char **argv)
     s.n = s.opt.njobs;
     s.jobs = calloc(s.n, sizeof *s.jobs);
     s.slots = calloc(s.n, sizeof *s.slots);
-    if (!s.jobs || !s.slots)
+    s.figures = calloc(s.n, sizeof *s.figures);
+    if (!s.jobs || !s.slots || !s.figures)
         specx_die(1, "out of memory");
     /* Before anything is made (the --json file, the groups): a SIGTERM during the start
      * waits for the loop, which ends the jobs and still writes the report. */
