@@ -24,6 +24,7 @@
 #include "kernel/ioprio.h"
 #include "run/runtime/policy/backoff.h"
 #include "run/runtime/policy/prefetch.h"
+#include "run/runtime/policy/stall.h"
 #include "run/runtime/policy/trust.h"
 #include "kernel/raw.h"
 #include "kernel/residency.h"
@@ -523,6 +524,24 @@ bool specx_copy_watch_memory(void)
     return stopped;
 }
 
+/* The copy the program had, as its stall at STALL (in file ST) finds it: RUNNING if it has not
+ * ended by itself, ARRIVED if the program only waited for readahead. A wait for readahead is
+ * no sign of divergence: a running copy skips the window in flight (copy_read.c) and predicts
+ * beyond it; a copy made at the last wait may not have reached that far yet. */
+static struct specx_stall_view view_of_copy(const struct specx_stall *stall,
+                                            const struct stat *st, bool running, bool arrived)
+{
+    struct specx_stall_view v = { .running = running, .dry = copy_dry, .arrived = arrived };
+    v.entering = running && copy_entering();
+    if (v.entering)
+        return v; /* left to get going, whatever else holds */
+    v.on_track = specx_log_predicted(specx.ctl, specx.issued_at_start, (uint64_t)st->st_dev,
+                                     (uint64_t)st->st_ino, stall->off, stall->len);
+    v.earned = running && copy_dry && dry_copy_earned_trust();
+    v.other_thread = specx.manager != copy_thread;
+    return v;
+}
+
 /* Creates or synchronizes the copy where the program reads STALL. ARRIVED: its data is in
  * memory already (the program has just waited for the kernel's readahead, specx_copy_after_wait),
  * so there is no read of its own to start and nothing to hide the clone behind. */
@@ -538,24 +557,11 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     reap_dying(false);
     bool had_child = specx.copy > 0;
     bool sync = copy_still_running();
-    if (sync && copy_entering())
-        return false;
     if (had_child) {
-        bool on_track = specx_log_predicted(specx.ctl, specx.issued_at_start,
-                                              (uint64_t)st.st_dev, (uint64_t)st.st_ino,
-                                              stall->off, stall->len);
-        if (sync && on_track && copy_dry && !dry_copy_earned_trust())
-            return false; /* on probation and on track: let it go on predicting */
-        /* A wait for readahead is no sign of divergence: a running copy skips the window in
-         * flight (copy_read.c) and predicts beyond it; a copy made at the last wait may not
-         * have reached that far yet. Only a miss judges it (or a dry one's promotion). */
-        if (sync && arrived && !(copy_dry && dry_copy_earned_trust()))
+        struct specx_stall_view copy = view_of_copy(stall, &st, sync, arrived);
+        if (specx_stall_keeps_copy(&copy))
             return false;
-        /* Another thread's stall says nothing of the copy's path: threads of a pool or a
-         * parallel walk take turns at one queue, and the copy runs on through all of it. */
-        if (sync && specx.manager != copy_thread && !(copy_dry && dry_copy_earned_trust()))
-            return false;
-        judge_copy(on_track);
+        judge_copy(copy.on_track);
     }
     if (specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
         if (sync)
