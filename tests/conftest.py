@@ -62,7 +62,7 @@ def specx():
 # An unprivileged user, for the tests that run specx as one (no passwd entry needed).
 NOBODY = 65534
 # Build directories that hold components (src/common/paths.c searches the same ones).
-COMPONENT_DIRS = ["src/cli", "src/slowfs", "src/share", "src/idle", "src/doctor", "src/runtime",
+COMPONENT_DIRS = ["src/run", "src/slowfs", "src/share", "src/idle", "src/doctor", "src/run/runtime",
                   "bench", "bench/programs"]
 
 

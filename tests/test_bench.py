@@ -319,8 +319,8 @@ def tiny_bench(data_dir, workload, modes, *options):
 
 @pytest.mark.root
 def test_tiny_grep_bench_end_to_end(specx, data_dir):
-    wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "runtime" / "libspecx.so").exists()
-                                 else [])
+    wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "run" / "runtime" /
+                                                 "libspecx.so").exists() else [])
     out = data_dir / "out"
     proc = run_specx("bench", "grep", "--scale", "test", "--runs", "1", "--warm-runs", "2",
                      "--modes", ",".join(wanted), FAST, "--data-dir", data_dir, "--out", out,

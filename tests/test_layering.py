@@ -1,14 +1,21 @@
-"""The preload runtime's layers depend downward only (docs/design/README.md).
+"""src/ is built in layers that depend downward only (docs/design/README.md).
 
-src/runtime has one folder per layer, top to bottom: entry (the interposed libc names), copy
-(the copy's life cycle), core (per-process state, statistics, the control region), sandbox,
-policy; below them src/kernel and src/common. These tests read the sources' includes and the
-built objects' symbols (the build's own record of who calls whom) and fail on:
-- an include or a call from a layer to a layer above it;
-- a cycle among the runtime's files, by includes or by calls;
-- code below the entry layer that refers to a name libspecx.so interposes (inside the library
-  that name is the runtime's own wrapper: calling it re-enters the runtime);
-- an exported symbol defined anywhere but in the entry layer.
+Every folder of src/ is a layer. From the top: cli, the dispatcher; the commands run, share,
+idle, slowfs and doctor, peers that never use each other; inside run, the launcher above the
+supervisor above the preload runtime's layers (entry, the interposed libc names; copy, the
+copy's life cycle; core, per-process state, statistics, the control region; sandbox; policy);
+kernel; common at the bottom.
+
+A unit is a header together with the .c files behind it: its own (x.h and x.c), and any other
+of its folder that defines what it declares (lazy_memory.h fronts lazy_regions.c and
+lazy_fill.c). These tests read the sources' includes, the static inline functions of headers
+and the built objects' symbols (the build's own record of who calls whom) and fail on:
+- an include or a call from a layer to one above it or beside it;
+- a cycle among the units, by includes, inline functions and calls together;
+- code of the preload runtime below its entry layer that refers to a name libspecx.so
+  interposes (inside the library that name is the runtime's own wrapper: calling it re-enters
+  the runtime);
+- an exported symbol of libspecx.so defined anywhere but in the entry layer.
 """
 import json
 import re
@@ -18,51 +25,222 @@ import pytest
 
 from conftest import BUILD, REPO
 
-RUNTIME = REPO / "src" / "runtime"
-LAYERS = ["policy", "sandbox", "core", "copy", "entry"]  # bottom to top
-BELOW = 0  # src/kernel and src/common
+SRC = REPO / "src"
+RUNTIME_LAYERS = ["policy", "sandbox", "core", "copy", "entry"]  # bottom to top
+# Each layer and the layers right below it; a layer may use those and what they may use.
+LAYERS = {
+    "common": [],
+    "kernel": ["common"],
+    "run/runtime/policy": ["kernel"],
+    "run/runtime/sandbox": ["run/runtime/policy"],
+    "run/runtime/core": ["run/runtime/sandbox"],
+    "run/runtime/copy": ["run/runtime/core"],
+    "run/runtime/entry": ["run/runtime/copy"],
+    "run/supervisor": ["run/runtime/sandbox"],
+    "run": ["run/supervisor"],
+    "share": ["kernel"],
+    "idle": ["kernel"],
+    "slowfs": ["kernel"],
+    "doctor": ["kernel"],
+    "cli": ["run", "share", "idle", "slowfs", "doctor"],
+}
+OPTIONAL = {"doctor"}  # a command folder the tree may not have yet
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+COMMENT_OR_STRING = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                               re.S)
+STATIC_INLINE = re.compile(r'\bstatic\s+inline\b[^;{=]*?\b(\w+)\s*\(')
 
 
-def rank(module):
-    """A module is a path relative to src/ without extension: runtime/copy/copy, kernel/maps."""
-    parts = module.split("/")
-    if parts[0] == "runtime":
-        return LAYERS.index(parts[1]) + 1
-    return BELOW
+def below(layer):
+    """Every layer LAYER may use."""
+    found = set()
+    for lower in LAYERS[layer]:
+        found |= {lower} | below(lower)
+    return found
 
 
 def module_of(path):
-    return str(path.relative_to(REPO / "src").with_suffix(""))
+    """A path relative to src/ without extension: run/runtime/copy/copy, kernel/maps."""
+    return str(path.relative_to(SRC).with_suffix(""))
 
 
-def resolve_include(source, name):
-    """The module an include of the runtime names: a layer-qualified runtime header, or a
-    header of src/kernel or src/common."""
-    for candidate in (RUNTIME / name, REPO / "src" / "kernel" / name,
-                      REPO / "src" / "common" / name):
-        if candidate.exists():
-            return module_of(candidate)
-    raise AssertionError(f"{source}: #include \"{name}\" names no runtime, kernel or common header")
+def layer_of(module):
+    return module.rsplit("/", 1)[0]
 
 
-def runtime_sources():
-    return sorted(p for p in RUNTIME.rglob("*") if p.suffix in (".c", ".h"))
+def sources():
+    return sorted(p for p in SRC.rglob("*") if p.suffix in (".c", ".h"))
 
 
-def include_graph():
+def code_of(path):
+    """The text of PATH without comments and literals, where names are only code."""
+    return COMMENT_OR_STRING.sub(" ", path.read_text())
+
+
+def includes(path):
+    return [SRC / name for name in INCLUDE.findall(path.read_text())]
+
+
+def test_every_folder_is_a_layer():
+    folders = {str(p.parent.relative_to(SRC)) for p in sources()}
+    assert folders <= set(LAYERS), f"folders in no layer: {sorted(folders - set(LAYERS))}"
+    assert set(LAYERS) - OPTIONAL <= folders, sorted(set(LAYERS) - OPTIONAL - folders)
+    runtime = SRC / "run" / "runtime"
+    assert sorted(p.name for p in runtime.iterdir() if p.is_dir()) == sorted(RUNTIME_LAYERS)
+    assert not [p.name for p in runtime.iterdir() if p.suffix in (".c", ".h")]
+
+
+def test_includes_name_a_header_by_its_path_under_src():
+    wrong = [f"{path.relative_to(REPO)}: {target.relative_to(SRC)}" for path in sources()
+             for target in includes(path) if not target.is_file()]
+    assert not wrong, wrong
+
+
+# --- the built objects ---
+
+def nm(obj, *flags):
+    out = subprocess.run(["nm", *flags, str(obj)], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def defined_and_undefined(obj):
+    defined, undefined = set(), set()
+    for line in nm(obj):
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "U":
+            undefined.add(fields[1])
+        elif len(fields) == 3 and fields[1] in "TDBRC":  # global text, data, bss, rodata, common
+            defined.add(fields[2])
+    return defined, undefined
+
+
+def source_objects():
+    """{source path: (target, object)} for every source of src/ the build compiled (one object
+    each: a source compiled for several targets defines the same names in each)."""
+    commands = json.loads((BUILD / "compile_commands.json").read_text())
+    objects = {}
+    for entry in commands:
+        source = (BUILD / entry["file"]).resolve()
+        if SRC in source.parents:
+            target = entry["output"].split("/")[-2]
+            if source not in objects or target.startswith("libspecx"):
+                objects[source] = (target, BUILD / entry["output"])
+    return objects
+
+
+def symbols_of_objects():
+    """{source path: (target, defined names, undefined names)}."""
+    return {source: (target, *defined_and_undefined(obj))
+            for source, (target, obj) in source_objects().items()}
+
+
+@pytest.fixture(scope="module")
+def symbols():
+    found = symbols_of_objects()
+    if not found:
+        pytest.skip(f"no objects in {BUILD} (build first)")
+    return found
+
+
+def interposed_names():
+    return {line.split()[-1] for line in nm(BUILD / "src/run/runtime/libspecx.so", "-D",
+                                             "--defined-only")}
+
+
+def units_of(symbols):
+    """{source path: the name of its unit}: a header and the .c files of its folder that
+    define a name it declares (an interposed name does not count: entry files define those
+    and do not front the headers that mention them)."""
+    interposed = interposed_names()
+    parent = {path: path for path in sources()}
+
+    def root(path):
+        while parent[path] != path:
+            path = parent[path]
+        return path
+
+    def join(a, b):
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for path in sources():
+        if path.suffix == ".c":
+            own = path.with_suffix(".h")
+            if own.exists():
+                join(path, own)
+            defined = symbols.get(path, ("", set(), set()))[1] - interposed
+            for header in includes(path):
+                if header.parent == path.parent and \
+                        defined & set(re.findall(r"\w+", code_of(header))):
+                    join(path, header)
+    groups = {}
+    for path in sources():
+        groups.setdefault(root(path), []).append(path)
+    name = {}
+    for members in groups.values():
+        headers = [p for p in members if p.suffix == ".h"] or members
+        for path in members:
+            name[path] = module_of(min(headers))
+    return name
+
+
+@pytest.fixture(scope="module")
+def units(symbols):
+    return units_of(symbols)
+
+
+def include_edges(units):
+    return {(units[path], units[target]) for path in sources() for target in includes(path)
+            if target in units}
+
+
+def inline_edges(units):
+    """A file that calls a static inline function of a header depends on that header, even
+    when it includes it only through another."""
+    inline = {fn: header for header in sources() if header.suffix == ".h"
+              for fn in STATIC_INLINE.findall(code_of(header))}
+    edges = set()
+    for path in sources():
+        code = code_of(path)
+        for fn, header in inline.items():
+            if header != path and re.search(rf"\b{fn}\s*\(", code):
+                edges.add((units[path], units[header]))
+    return edges
+
+
+def call_edges(units, symbols):
+    """Who calls whom, by the names one object needs and another defines. The interposed names
+    are the C library's everywhere but inside libspecx.so, whose entry layer is on top."""
+    interposed = interposed_names()
+    owners = {}
+    for source, (_, defined, _) in symbols.items():
+        for name in defined - interposed:
+            owners.setdefault(name, set()).add(source)
+    edges = set()
+    for source, (_, _, undefined) in symbols.items():
+        for name in undefined:
+            if len(owners.get(name, ())) == 1:
+                edges.add((units[source], units[next(iter(owners[name]))]))
+    return edges
+
+
+def graph_of(edges):
     graph = {}
-    for path in runtime_sources():
-        module = module_of(path)
-        for name in INCLUDE.findall(path.read_text()):
-            target = resolve_include(path.relative_to(REPO), name)
-            if target != module:
-                graph.setdefault(module, set()).add(target)
+    for a, b in edges:
+        if a != b:
+            graph.setdefault(a, set()).add(b)
     return graph
 
 
+def wrong_way(edges):
+    """Edges from a layer to one it may not use: above it or beside it."""
+    return sorted(f"{a} -> {b}" for a, b in edges
+                  if layer_of(b) != layer_of(a) and layer_of(b) not in below(layer_of(a)))
+
+
 def find_cycle(graph):
-    """One cycle of the graph as a list of modules, or None."""
+    """One cycle of the graph as a list of units, or None."""
     state = {}
 
     def visit(node, stack):
@@ -87,88 +265,56 @@ def find_cycle(graph):
     return None
 
 
-def upward_edges(graph):
-    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                  if rank(b) > rank(a))
+def test_every_source_is_in_the_build(symbols):
+    """What the build does not compile, the call graph cannot see."""
+    unbuilt = [str(p.relative_to(SRC)) for p in sources() if p.suffix == ".c" and p not in symbols]
+    assert not unbuilt, unbuilt
 
 
-def test_every_runtime_file_is_in_a_layer():
-    loose = [p.name for p in RUNTIME.iterdir() if p.suffix in (".c", ".h")]
-    assert not loose, f"files outside the layer folders: {loose}"
-    folders = sorted(p.name for p in RUNTIME.iterdir() if p.is_dir())
-    assert folders == sorted(LAYERS)
+def test_includes_and_inline_calls_point_downward(units):
+    edges = include_edges(units) | inline_edges(units)
+    assert not wrong_way(edges), wrong_way(edges)
 
 
-def test_includes_point_downward_without_cycles():
-    graph = include_graph()
-    assert not upward_edges(graph), upward_edges(graph)
+def test_calls_point_downward(units, symbols):
+    edges = call_edges(units, symbols)
+    assert not wrong_way(edges), wrong_way(edges)
+
+
+def test_no_cycle_among_units(units, symbols):
+    graph = graph_of(include_edges(units) | inline_edges(units) | call_edges(units, symbols))
     assert find_cycle(graph) is None, find_cycle(graph)
 
 
-# --- the built objects ---
-
-def nm(obj, *flags):
-    out = subprocess.run(["nm", *flags, str(obj)], capture_output=True, text=True, check=True)
-    return out.stdout.splitlines()
-
-
-def runtime_objects():
-    """(module, object) for every object of libspecx.so and the libraries linked into it."""
-    commands = json.loads((BUILD / "compile_commands.json").read_text())
-    objects = {}
-    for entry in commands:
-        source = (BUILD / entry["file"]).resolve()
-        output = BUILD / entry["output"]
-        module = module_of(source) if (REPO / "src") in source.parents else ""
-        if module.split("/")[0] in ("runtime", "kernel", "common") and \
-                re.search(r"libspecx[-.\w]*\.(so|a)\.p/", entry["output"]):
-            objects[module] = output
-    return objects
+def test_a_header_fronting_two_files_is_one_unit(units):
+    """The reason units exist: lazy_memory.h is the one header of two .c files."""
+    copy = SRC / "run" / "runtime" / "copy"
+    assert units[copy / "lazy_fill.c"] == units[copy / "lazy_regions.c"] == \
+        units[copy / "lazy_memory.h"]
 
 
-@pytest.fixture(scope="module")
-def objects():
-    found = runtime_objects()
-    if not found:
-        pytest.skip(f"no runtime objects in {BUILD} (build first)")
-    return found
+# --- the preload runtime ---
+
+def runtime_symbols(symbols):
+    """(module, defined, undefined) of every source compiled into libspecx.so or a library
+    linked into it: the runtime's, the kernel layer's and common's."""
+    return [(module_of(source), defined, undefined)
+            for source, (target, defined, undefined) in symbols.items()
+            if re.fullmatch(r"libspecx[-.\w]*\.(so|a)\.p", target) and
+            module_of(source).startswith(("run/runtime/", "kernel/", "common/"))]
 
 
-def defined_and_undefined(obj):
-    defined, undefined = set(), set()
-    for line in nm(obj):
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == "U":
-            undefined.add(fields[1])
-        elif len(fields) == 3 and fields[1] in "TDBRC":  # global text, data, bss, rodata, common
-            defined.add(fields[2])
-    return defined, undefined
-
-
-def interposed_names():
-    return {line.split()[-1] for line in nm(BUILD / "src/runtime/libspecx.so", "-D",
-                                             "--defined-only")}
-
-
-def test_calls_point_downward_without_cycles(objects):
-    symbols = {name: defined_and_undefined(obj) for name, obj in objects.items()}
-    owner = {sym: module for module, (defined, _) in symbols.items() for sym in defined}
-    graph = {module: {owner[sym] for sym in undefined if sym in owner} - {module}
-             for module, (_, undefined) in symbols.items()}
-    assert not upward_edges(graph), upward_edges(graph)
-    assert find_cycle(graph) is None, find_cycle(graph)
-
-
-def test_only_the_entry_layer_reaches_interposed_names(objects):
+def test_only_the_entry_layer_reaches_interposed_names(symbols):
     interposed = interposed_names()
-    below = {module: sorted(defined_and_undefined(obj)[1] & interposed)
-             for module, obj in objects.items() if not module.startswith("runtime/entry/")}
-    assert not {m: names for m, names in below.items() if names}
+    below_entry = {module: sorted(undefined & interposed)
+                   for module, _, undefined in runtime_symbols(symbols)
+                   if not module.startswith("run/runtime/entry/")}
+    assert not {m: names for m, names in below_entry.items() if names}
 
 
-def test_libspecx_exports_only_what_the_entry_layer_defines(objects):
+def test_libspecx_exports_only_what_the_entry_layer_defines(symbols):
     entry = set()
-    for module, obj in objects.items():
-        if module.startswith("runtime/entry/"):
-            entry |= defined_and_undefined(obj)[0]
+    for module, defined, _ in runtime_symbols(symbols):
+        if module.startswith("run/runtime/entry/"):
+            entry |= defined
     assert interposed_names() <= entry, interposed_names() - entry

@@ -156,7 +156,7 @@ FAST = "--slowfs-args=--latency-ms 1 --bandwidth-mbps 400 --bus-mbps 0"
 def test_stencil_and_swap_benches_start_every_run_from_the_same_data(specx):
     data_dir = pathlib.Path(tempfile.mkdtemp(prefix="specx-bench-ooc-", dir="/var/tmp"))
     try:
-        wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "runtime" /
+        wanted = ["cold", "warm"] + (["specx"] if (BUILD / "src" / "run" / "runtime" /
                                                    "libspecx.so").exists() else [])
         out = data_dir / "out"
         proc = run_specx("bench", "stencil", "swap", "--scale", "test", "--runs", "2",

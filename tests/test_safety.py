@@ -31,7 +31,7 @@ from conftest import BUILD, LONG, SPECX, evict, slowfs_mount
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = sorted((REPO / "tests" / "safety" / "corpus").glob("*.ops"))
 OPVM = BUILD / "tests" / "safety" / "opvm"
-# The same statically linked: served by the supervisor (src/supervisor), not the runtime.
+# The same statically linked: served by the supervisor (src/run/supervisor), not the runtime.
 OPVM_STATIC = BUILD / "tests" / "safety" / "opvm-static"
 DATA_FILES = [f"d{i:02d}" for i in range(24)]
 SEEDS = range(500) if LONG else range(60)

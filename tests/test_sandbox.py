@@ -100,10 +100,11 @@ def test_sandboxed_child_of_unprivileged_process_has_no_visible_effect(scratch):
 
 @pytest.mark.root
 def test_supervisor_copy_has_no_visible_effect(scratch):
-    """Through the supervisor (src/supervisor): the probe reads a cold file, where the supervisor
-    clones it, then another; its copy finds a hole in that one (the data it was only told it had),
-    makes every attempt from outside the probe's own sandbox code, and exits. Nothing escapes,
-    and the supervisor served the copy's calls (its opens, reads, getdents, closes)."""
+    """Through the supervisor (src/run/supervisor): the probe reads a cold file, where the
+    supervisor clones it, then another; its copy finds a hole in that one (the data it was only
+    told it had), makes every attempt from outside the probe's own sandbox code, and exits.
+    Nothing escapes, and the supervisor served the copy's calls (its opens, reads, getdents,
+    closes)."""
     backing = scratch / "cold"
     backing.mkdir()
     for name in ("one", "two"):

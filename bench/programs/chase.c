@@ -19,7 +19,7 @@
 #include "checksum.h"
 #include "le64.h"
 #include "read_exact.h"
-#include "util.h"
+#include "common/util.h"
 
 #define HEADER_SIZE 4096
 #define MAGIC "SPECXCHN"

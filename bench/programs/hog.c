@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "util.h"
+#include "common/util.h"
 
 static uint64_t now_ms(void)
 {

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 static inline void read_exact(int fd, void *buf, size_t len, off_t off, size_t chunk,
                               const char *path)

@@ -24,7 +24,7 @@
 
 #include "checksum.h"
 #include "read_exact.h"
-#include "util.h"
+#include "common/util.h"
 
 #define BLOCK 4096u
 #define WORDS_PER_PAGE (4096u / sizeof(uint64_t))

@@ -22,7 +22,7 @@
 
 #include "checksum.h"
 #include "read_exact.h"
-#include "util.h"
+#include "common/util.h"
 
 #define PAGE 4096u
 #define MAX_MODELS 64

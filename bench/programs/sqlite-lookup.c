@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "checksum.h"
-#include "util.h"
+#include "common/util.h"
 
 static void usage(FILE *out)
 {

@@ -29,7 +29,7 @@
 
 #include "le64.h"
 #include "read_exact.h"
-#include "util.h"
+#include "common/util.h"
 
 #define HEADER_SIZE 4096
 #define MAGIC "SPECXGRD"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define PAGE 4096u
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "read_exact.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Where the bricks start when the header does not say (the first version of the format). */
 #define DEFAULT_DATA_OFFSET 4096

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "paths.h"
-#include "run.h"
-#include "util.h"
+#include "common/paths.h"
+#include "run/run.h"
+#include "common/util.h"
 
 static const struct command {
     const char *name;

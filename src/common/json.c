@@ -1,5 +1,5 @@
 /* See json.h. */
-#include "json.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <string.h>

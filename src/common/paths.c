@@ -1,4 +1,4 @@
-#include "paths.h"
+#include "common/paths.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -9,7 +9,7 @@
 
 /* Build-tree directories that hold components, relative to SPECX_BUILD_ROOT. */
 static const char *const build_subdirs[] = {
-    "src/cli", "src/slowfs", "src/share", "src/idle", "src/doctor", "src/runtime", "bench",
+    "src/run", "src/slowfs", "src/share", "src/idle", "src/doctor", "src/run/runtime", "bench",
     "bench/programs", NULL,
 };
 

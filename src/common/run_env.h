@@ -1,4 +1,4 @@
-/* What `specx run` (src/cli/run.c) tells the preload runtime (src/runtime) through the
+/* What `specx run` (src/run/run.c) tells the preload runtime (src/run/runtime) through the
  * environment of the program it starts: the one place both sides take these names and limits
  * from, so that the command never reaches into the runtime's internal headers. */
 #ifndef SPECX_RUN_ENV_H

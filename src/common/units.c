@@ -1,5 +1,5 @@
 /* See units.h. */
-#include "units.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* See beneath.h. */
-#include "beneath.h"
+#include "idle/beneath.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pathset.h"
+#include "idle/pathset.h"
 
 /* This C library has no openat2 wrapper: the system call itself. */
 static int sys_openat2(int dirfd, const char *rel, int flags, mode_t mode)

@@ -1,5 +1,5 @@
 /* See changes.h. */
-#include "changes.h"
+#include "idle/changes.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,10 +13,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "file_status.h"
-#include "pathset.h"
-#include "util.h"
+#include "idle/beneath.h"
+#include "idle/file_status.h"
+#include "idle/pathset.h"
+#include "common/util.h"
 
 #define JOURNAL "journal"
 #define JOURNAL_MAGIC "specx-idle-journal 1\n"

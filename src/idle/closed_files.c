@@ -1,5 +1,5 @@
 /* See closed_files.h. */
-#include "closed_files.h"
+#include "idle/closed_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "proc_path.h"
+#include "kernel/proc_path.h"
 
 /* Closes remembered between two write-backs; older ones are left to the flushers (they have
  * had the longest to write them). A handle of ext4 or xfs takes 8-20 bytes. */

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "isolation.h"
+#include "idle/isolation.h"
 
 struct idle_closed_mount;
 struct idle_closed_file;

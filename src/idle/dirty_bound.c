@@ -1,20 +1,64 @@
 /* See dirty_bound.h. */
-#include "dirty_bound.h"
+#include "idle/dirty_bound.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dirty_policy.h"
-#include "group_fds.h"
-#include "ioprio.h"
-#include "memcg.h"
-#include "priority.h"
+#include "idle/closed_files.h"
+#include "idle/dirty_policy.h"
+#include "idle/hold.h"
+#include "idle/isolation.h"
+#include "kernel/cgroup.h"
+#include "kernel/group_fds.h"
+#include "kernel/ioprio.h"
+#include "kernel/memcg.h"
+#include "idle/priority.h"
+
+struct idle_dirty {
+    const struct specx_cgroup *mem; /* the background's memory group */
+    struct idle_closed *closed;     /* the files it wrote and closed (the thread's) */
+    const struct idle_isolation *isolation; /* NULL: no directory isolated */
+    struct idle_hold *hold;
+    uint64_t bound;                 /* bytes; 0: none */
+    bool enabled, held;
+    uint64_t due_ns;                /* the next sample, unless resting */
+    /* Resting (dirty_policy.h): the next sample comes with the memory control's, or sooner
+     * when WATCH_FD, an eventfd, says the group's memory use moved; -1 where none can be had
+     * (CAN_WATCH false: v2, or the kernel refused one). */
+    bool resting, can_watch;
+    int watch_fd;
+    uint64_t calm_since_ns;         /* little unwritten data since; 0: not now */
+    /* The thread that starts write-back, woken through WAKE_FD (an eventfd) when a sample asks
+     * for a pass over the files open for writing, and by closes while FLUSHING. */
+    pthread_t thread;
+    bool thread_started;
+    int wake_fd;
+    pthread_mutex_t lock;
+    bool asked, flushing, quit;
+    uint64_t passes;                /* write-back passes done */
+    unsigned last_pass_files;       /* files the last one wrote back: open, or closed since */
+    uint64_t closed_flushed;        /* closed files written back */
+    uint64_t closed_at_pass;        /* closed_flushed at the last pass */
+    uint64_t passes_at_hold;        /* passes when the hold began */
+    /* What it did, for the report. */
+    uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed, samples;
+    bool closed_watched;            /* closes were seen (else left to the flushers) */
+    const char *closed_unwatched;   /* why not (closed_files.h), with the bound on */
+    uint64_t closed_dropped;        /* closes seen but not kept (closed_files.h) */
+};
+
+struct idle_dirty *idle_dirty_new(void)
+{
+    return calloc(1, sizeof(struct idle_dirty));
+}
 
 /* True if descriptor FD of PID is open for writing. */
 static bool open_for_writing(pid_t pid, int fd)
@@ -257,4 +301,14 @@ void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns)
     d->wake_fd = -1;
     d->closed_dropped = d->closed->dropped;
     idle_closed_stop(d->closed);
+}
+
+struct idle_dirty_figures idle_dirty_figures(const struct idle_dirty *d)
+{
+    return (struct idle_dirty_figures){
+        .bound = d->bound, .peak_bytes = d->peak_bytes, .holds = d->holds,
+        .held_ns = d->held_ns, .samples = d->samples, .files_flushed = d->files_flushed,
+        .closed_flushed = d->closed_flushed, .closed_dropped = d->closed_dropped,
+        .closed_watched = d->closed_watched, .closed_unwatched = d->closed_unwatched,
+    };
 }

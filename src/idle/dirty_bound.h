@@ -5,47 +5,21 @@
 #ifndef IDLE_DIRTY_BOUND_H
 #define IDLE_DIRTY_BOUND_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cgroup.h"
-#include "closed_files.h"
-#include "hold.h"
-#include "isolation.h"
+#include "idle/figures.h"
 
-struct idle_dirty {
-    const struct specx_cgroup *mem; /* the background's memory group */
-    struct idle_closed *closed;     /* the files it wrote and closed (the thread's) */
-    const struct idle_isolation *isolation; /* NULL: no directory isolated */
-    struct idle_hold *hold;
-    uint64_t bound;                 /* bytes; 0: none */
-    bool enabled, held;
-    uint64_t due_ns;                /* the next sample, unless resting */
-    /* Resting (dirty_policy.h): the next sample comes with the memory control's, or sooner
-     * when WATCH_FD, an eventfd, says the group's memory use moved; -1 where none can be had
-     * (CAN_WATCH false: v2, or the kernel refused one). */
-    bool resting, can_watch;
-    int watch_fd;
-    uint64_t calm_since_ns;         /* little unwritten data since; 0: not now */
-    /* The thread that starts write-back, woken through WAKE_FD (an eventfd) when a sample asks
-     * for a pass over the files open for writing, and by closes while FLUSHING. */
-    pthread_t thread;
-    bool thread_started;
-    int wake_fd;
-    pthread_mutex_t lock;
-    bool asked, flushing, quit;
-    uint64_t passes;                /* write-back passes done */
-    unsigned last_pass_files;       /* files the last one wrote back: open, or closed since */
-    uint64_t closed_flushed;        /* closed files written back */
-    uint64_t closed_at_pass;        /* closed_flushed at the last pass */
-    uint64_t passes_at_hold;        /* passes when the hold began */
-    /* What it did, for the report. */
-    uint64_t peak_bytes, holds, held_ns, held_since_ns, files_flushed, samples;
-    bool closed_watched;            /* closes were seen (else left to the flushers) */
-    const char *closed_unwatched;   /* why not (closed_files.h), with the bound on */
-    uint64_t closed_dropped;        /* closes seen but not kept (closed_files.h) */
-};
+struct specx_cgroup;
+struct idle_closed;
+struct idle_isolation;
+struct idle_hold;
+
+/* The bound's state and the thread that starts write-back (dirty_bound.c). */
+struct idle_dirty;
+
+/* A bound not started yet, or NULL if memory runs out. */
+struct idle_dirty *idle_dirty_new(void);
 
 /* Starts bounding the background in memory group MEM to BOUND bytes (0: only reports). CLOSED
  * tells which files it closed (its fd may be -1: then those are left to the flushers);
@@ -66,5 +40,8 @@ int idle_dirty_fd(const struct idle_dirty *d);
 
 /* Stops (the deadline, or the end): the background let go, the thread ended. */
 void idle_dirty_stop(struct idle_dirty *d, uint64_t now_ns);
+
+/* What the report tells of it (figures.h), once stopped. */
+struct idle_dirty_figures idle_dirty_figures(const struct idle_dirty *d);
 
 #endif

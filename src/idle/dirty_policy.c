@@ -1,5 +1,5 @@
 /* See dirty_policy.h. */
-#include "dirty_policy.h"
+#include "idle/dirty_policy.h"
 
 struct idle_dirty_step idle_dirty_decide(bool held, uint64_t dirty, uint64_t bound,
                                          bool flushable)

@@ -1,5 +1,5 @@
 /* See file_status.h. */
-#include "file_status.h"
+#include "idle/file_status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* See groups.h. */
-#include "groups.h"
+#include "idle/groups.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "kernel/cgroup_sweep.h"
+#include "common/util.h"
 
 #define PREFIX "specx-idle"
 /* How long the groups may take to empty once what is left in them is killed. */

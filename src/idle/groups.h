@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 struct idle_group {
     struct specx_cgroup cg;

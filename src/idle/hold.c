@@ -1,7 +1,7 @@
 /* See hold.h. */
-#include "hold.h"
+#include "idle/hold.h"
 
-#include "freezer.h"
+#include "kernel/freezer.h"
 
 void idle_hold_set(struct idle_hold *h, enum idle_hold_reason reason, bool held)
 {

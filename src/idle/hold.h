@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 enum idle_hold_reason {
     IDLE_HOLD_MEMORY = 1u << 0,

@@ -1,5 +1,5 @@
 /* See isolation.h. */
-#include "isolation.h"
+#include "idle/isolation.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,13 +18,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "file_status.h"
-#include "pathset.h"
-#include "proc_path.h"
-#include "readset.h"
-#include "upper_complete.h"
-#include "util.h"
+#include "idle/beneath.h"
+#include "idle/file_status.h"
+#include "idle/pathset.h"
+#include "kernel/proc_path.h"
+#include "idle/readset.h"
+#include "idle/upper_complete.h"
+#include "common/util.h"
 
 #define DIRS_FILE "dirs"
 #define JOURNAL_FILE "journal"
@@ -412,6 +412,18 @@ void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode)
         commit(iso);
     if (iso->outcome != ISOLATION_INCOMPLETE)
         idle_isolation_abandon(iso);
+}
+
+struct idle_isolation_figures idle_isolation_figures(const struct idle_isolation *iso)
+{
+    struct idle_isolation_figures f = {
+        .ndirs = iso->n, .outcome = iso->outcome, .changes = iso->changes.n,
+        .read_set_lost = iso->read_set_lost, .conflicts = iso->conflicts.paths,
+        .nconflicts = iso->conflicts.n,
+    };
+    for (size_t i = 0; i < iso->n; i++)
+        f.dirs[i] = iso->dirs[i];
+    return f;
 }
 
 void idle_isolation_abandon(struct idle_isolation *iso)

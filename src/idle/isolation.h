@@ -10,19 +10,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "changes.h"
-#include "options.h"
-#include "pathset.h"
-#include "snapshot.h"
-#include "state_dir.h"
-
-enum idle_outcome {
-    ISOLATION_UNCHANGED,   /* the command changed nothing */
-    ISOLATION_COMMITTED,
-    ISOLATION_DISCARDED,   /* --commit never, or the answer to --commit ask was no */
-    ISOLATION_CONFLICT,    /* others changed what it read or wrote: nothing applied */
-    ISOLATION_INCOMPLETE,  /* the commit failed part-way: the journal finishes it later */
-};
+#include "idle/changes.h"
+#include "idle/figures.h"
+#include "idle/options.h"
+#include "idle/pathset.h"
+#include "idle/snapshot.h"
+#include "idle/state_dir.h"
 
 struct idle_isolation {
     struct idle_state_root root; /* where runs keep their state (state_dir.h) */
@@ -71,6 +64,9 @@ bool idle_isolation_upper_path(const struct idle_isolation *iso, const char *lin
 /* At the command's exit: validates and commits, discards or asks, per MODE, then removes the
  * run's state (unless a failed commit's journal must stay to finish it). Sets iso->outcome. */
 void idle_isolation_finish(struct idle_isolation *iso, enum idle_commit mode);
+
+/* What the report tells of the run (figures.h); ISO outlives the figures. */
+struct idle_isolation_figures idle_isolation_figures(const struct idle_isolation *iso);
 
 /* Removes the state of a run that did not get as far as its commit; no error if none. */
 void idle_isolation_abandon(struct idle_isolation *iso);

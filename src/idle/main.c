@@ -19,23 +19,35 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "dirty_bound.h"
-#include "groups.h"
-#include "hold.h"
-#include "isolation.h"
-#include "kfile.h"
-#include "memory_yield.h"
-#include "net_class.h"
-#include "net_queue.h"
-#include "options.h"
-#include "priority.h"
-#include "report.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "kernel/cgroup_sweep.h"
+#include "idle/closed_files.h"
+#include "idle/dirty_bound.h"
+#include "idle/groups.h"
+#include "idle/hold.h"
+#include "idle/isolation.h"
+#include "kernel/kfile.h"
+#include "idle/memory_yield.h"
+#include "idle/net_class.h"
+#include "idle/net_queue.h"
+#include "idle/net_receive.h"
+#include "idle/options.h"
+#include "idle/priority.h"
+#include "idle/report.h"
+#include "common/util.h"
 
 /* How long a command told to stop (Ctrl-C, SIGTERM) has before it is killed. */
 #define STOP_GRACE_NS 5000000000ull
 #define EXIT_CONFLICT 3
+
+/* The command's network: its sockets' class and the queues it waits in, or why not. */
+struct idle_network {
+    int prog_fd;                  /* the socket classifier, -1 if none (or no longer) */
+    bool classified;              /* its sockets were classified */
+    struct idle_net_queue queue;
+    struct idle_net_receive receive;
+    char why[256];
+};
 
 struct idle {
     struct idle_options opt;
@@ -43,7 +55,7 @@ struct idle {
     struct idle_hold hold;   /* frozen for the memory control, the dirty bound, downloads */
     struct idle_memory memory;
     uint64_t memory_due_ns;  /* its next sample */
-    struct idle_dirty dirty;
+    struct idle_dirty *dirty;
     struct idle_closed closed; /* the files the command closes; the dirty bound's once started */
     struct idle_isolation isolation;
     struct idle_network network;
@@ -181,7 +193,7 @@ static int open_signalfd(void)
 static void stop_yielding(struct idle *s, uint64_t now_ns)
 {
     idle_memory_stop(&s->memory, now_ns);
-    idle_dirty_stop(&s->dirty, now_ns);
+    idle_dirty_stop(s->dirty, now_ns);
     idle_net_receive_stop(&s->network.receive, now_ns);
 }
 
@@ -261,7 +273,7 @@ static void take_signals(struct idle *s)
 /* Until the next sample (memory and downloads, or dirty data), or the deadline. */
 static int poll_timeout_ms(const struct idle *s)
 {
-    uint64_t due = idle_dirty_due(&s->dirty), now = specx_now_ns();
+    uint64_t due = idle_dirty_due(s->dirty), now = specx_now_ns();
     if (s->memory_due_ns < due)
         due = s->memory_due_ns;
     long ms = due > now ? (long)((due - now + 999999) / 1000000) : 0;
@@ -282,7 +294,7 @@ static int supervise(struct idle *s, struct rusage *usage)
             { .fd = s->pidfd, .events = POLLIN },
             { .fd = s->sigfd, .events = POLLIN },
             { .fd = s->isolation.watch_fd, .events = POLLIN },
-            { .fd = idle_dirty_fd(&s->dirty), .events = POLLIN },
+            { .fd = idle_dirty_fd(s->dirty), .events = POLLIN },
         };
         poll(fds, 4, poll_timeout_ms(s));
         if (fds[1].revents)
@@ -305,7 +317,7 @@ static int supervise(struct idle *s, struct rusage *usage)
             idle_net_receive_tick(&s->network.receive, now);
             s->memory_due_ns = now + IDLE_SAMPLE_NS;
         }
-        idle_dirty_tick(&s->dirty, now, memory_sampled);
+        idle_dirty_tick(s->dirty, now, memory_sampled);
     }
 }
 
@@ -343,6 +355,21 @@ static void settle_changes(struct idle *s, int status)
     }
 }
 
+/* What the report tells of the network (figures.h); LINKS receives its interfaces. */
+static struct idle_network_figures network_figures(const struct idle_network *n,
+                                                   struct idle_link_figures *links)
+{
+    for (size_t i = 0; i < n->queue.n; i++)
+        links[i] = (struct idle_link_figures){ n->queue.devs[i].name,
+                                               n->queue.devs[i].rate_bps };
+    return (struct idle_network_figures){
+        .classified = n->classified, .why = n->why, .links = links, .nlinks = n->queue.n,
+        .left_alone = n->queue.why, .capacity_bps = n->receive.capacity_bps,
+        .clamps = n->receive.clamps, .holds = n->receive.holds,
+        .clamped_ns = n->receive.clamped_ns, .held_ns = n->receive.held_ns,
+    };
+}
+
 static int finish(struct idle *s, int status, const struct rusage *usage)
 {
     uint64_t now = specx_now_ns();
@@ -357,9 +384,15 @@ static int finish(struct idle *s, int status, const struct rusage *usage)
         code = EXIT_CONFLICT;
     else if (s->opt.nisolate && s->isolation.outcome == ISOLATION_INCOMPLETE)
         code = 1;
+    struct idle_link_figures links[IDLE_NET_MAX_DEVS];
+    struct idle_isolation_figures isolation;
+    if (s->opt.nisolate)
+        isolation = idle_isolation_figures(&s->isolation);
     struct idle_run run = {
-        .opt = &s->opt, .groups = &s->groups, .memory = &s->memory, .dirty = &s->dirty,
-        .isolation = s->opt.nisolate ? &s->isolation : NULL, .network = &s->network,
+        .opt = &s->opt, .cpu_setting = s->groups.cpu_setting,
+        .memory = idle_memory_figures(&s->memory), .dirty = idle_dirty_figures(s->dirty),
+        .network = network_figures(&s->network, links),
+        .isolation = s->opt.nisolate ? &isolation : NULL,
         .usage = *usage,
         .elapsed_s = (double)(now - s->started_ns) / 1e9, .exit_code = code,
         .command_status = status, .interrupted = s->stop_signal != 0,
@@ -391,6 +424,8 @@ int main(int argc, char **argv)
         printf("specx idle %s\n", SPECX_VERSION);
         return 0;
     }
+    if (!(s.dirty = idle_dirty_new()))
+        specx_die(1, "out of memory");
     /* What runs killed outright left: their groups, their uncommitted changes, or a commit
      * they were in the middle of. */
     idle_groups_sweep_stale();
@@ -420,7 +455,7 @@ int main(int argc, char **argv)
     s.pidfd = (int)syscall(SYS_pidfd_open, s.pid, 0);
     s.hold.freeze = s.groups.freeze;
     idle_memory_start(&s.memory, &s.groups, &s.hold, specx_now_ns());
-    idle_dirty_start(&s.dirty, &s.groups.mem.cg, &s.closed,
+    idle_dirty_start(s.dirty, &s.groups.mem.cg, &s.closed,
                      s.opt.nisolate ? &s.isolation : NULL, &s.hold, s.opt.dirty_max_bytes,
                      specx_now_ns());
     struct rusage usage = { 0 };

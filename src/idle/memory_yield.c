@@ -1,14 +1,14 @@
 /* See memory_yield.h. */
-#include "memory_yield.h"
+#include "idle/memory_yield.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "memcg.h"
-#include "psi.h"
+#include "kernel/clock.h"
+#include "kernel/memcg.h"
+#include "kernel/psi.h"
 
 /* Foreground stall time in one sample that counts as pressure: 2 % of the sample. Less is the
  * noise of a busy machine's occasional reclaim. */
@@ -200,4 +200,15 @@ void idle_memory_stop(struct idle_memory *m, uint64_t now_ns)
 void idle_memory_end(struct idle_memory *m)
 {
     m->peak_bytes = specx_memcg_peak(&m->groups->mem.cg);
+}
+
+struct idle_memory_figures idle_memory_figures(const struct idle_memory *m)
+{
+    return (struct idle_memory_figures){
+        .psi_usable = m->psi_usable, .shrinks = m->shrinks, .thaws = m->thaws,
+        .grows = m->grows, .giveback_max_ns = m->giveback_max_ns,
+        .giveback_sum_ns = m->giveback_sum_ns, .given_back_bytes = m->given_back_bytes,
+        .frozen_ns = m->frozen_ns, .first_giveback_at = m->first_giveback_at,
+        .peak_bytes = m->peak_bytes,
+    };
 }

@@ -7,9 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "groups.h"
-#include "hold.h"
-#include "yield_policy.h"
+#include "idle/figures.h"
+#include "idle/groups.h"
+#include "idle/hold.h"
+#include "idle/yield_policy.h"
 
 /* 50 ms: the give-back bar is 0.5 s from the foreground's first stall, and a sample costs a
  * few small reads. */
@@ -54,5 +55,8 @@ void idle_memory_stop(struct idle_memory *m, uint64_t now_ns);
 /* The run is over, the background's memory group not yet removed: reads what the report
  * needs of it. */
 void idle_memory_end(struct idle_memory *m);
+
+/* What the report tells of it (figures.h). */
+struct idle_memory_figures idle_memory_figures(const struct idle_memory *m);
 
 #endif

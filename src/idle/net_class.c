@@ -1,5 +1,5 @@
 /* See net_class.h. */
-#include "net_class.h"
+#include "idle/net_class.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* sk->priority = IDLE_NET_BG_CLASS; allow the socket. Four instructions: no object file. */
 static const struct bpf_insn set_priority[] = {

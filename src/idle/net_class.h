@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 /* The qdisc handle 1de0: and its classes: the root, the foreground's (the default), the
  * background's. */

@@ -1,5 +1,5 @@
 /* See net_queue.h. */
-#include "net_queue.h"
+#include "idle/net_queue.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "net_class.h"
+#include "idle/net_class.h"
 
 #define REGISTRY "/run/specx-idle/net"
 /* The background's guaranteed share of the rate: HTB needs one, and a small one lets the

@@ -1,5 +1,5 @@
 /* See net_receive.h. */
-#include "net_receive.h"
+#include "idle/net_receive.h"
 
 #include <linux/tcp.h> /* struct tcp_info with its byte counts (glibc's stops short) */
 #include <netinet/in.h>
@@ -9,8 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "group_fds.h"
-#include "kfile.h"
+#include "kernel/group_fds.h"
+#include "kernel/kfile.h"
 
 #define TCP_STATE_ESTABLISHED 1 /* tcpi_state: the kernel's TCP_ESTABLISHED */
 /* A connection's round trip before the kernel has measured one, and the least window

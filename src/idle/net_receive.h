@@ -10,10 +10,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cgroup.h"
-#include "hold.h"
-#include "net_queue.h"
-#include "recv_policy.h"
+#include "kernel/cgroup.h"
+#include "idle/hold.h"
+#include "idle/net_queue.h"
+#include "idle/recv_policy.h"
 
 struct idle_net_receive {
     bool enabled;

@@ -1,13 +1,13 @@
 /* See options.h. */
-#include "options.h"
+#include "idle/options.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dirty_policy.h"
-#include "units.h"
-#include "util.h"
+#include "idle/dirty_policy.h"
+#include "common/units.h"
+#include "common/util.h"
 
 void idle_options_usage(FILE *out)
 {

@@ -1,12 +1,12 @@
 /* See pathset.h. */
-#include "pathset.h"
+#include "idle/pathset.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int idle_pathset_add(struct idle_pathset *s, const char *path)
 {

@@ -1,12 +1,12 @@
 /* See priority.h. */
-#include "priority.h"
+#include "idle/priority.h"
 
 #include <dirent.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ioprio.h"
+#include "kernel/ioprio.h"
 
 /* The level of the best-effort class a process gets by default (ionice(1)). */
 #define DEFAULT_BE_LEVEL 4

@@ -5,7 +5,7 @@
 #ifndef IDLE_PRIORITY_H
 #define IDLE_PRIORITY_H
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 /* The caller (the command, before exec) at idle CPU and I/O priority. 0, or -1 with errno. */
 int idle_priority_lower_self(void);

@@ -1,5 +1,5 @@
 /* See readset.h. */
-#include "readset.h"
+#include "idle/readset.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <sys/fanotify.h>
 #include <unistd.h>
 
-#include "proc_path.h"
+#include "kernel/proc_path.h"
 
 int idle_readset_watch(pid_t pid, char (*dirs)[4096], size_t n)
 {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "pathset.h"
+#include "idle/pathset.h"
 
 /* Starts watching opens on the overlays mounted on DIRS[0..N) in process PID's mount namespace.
  * Returns the descriptor to drain, or -1 with errno (then no read set is known). */

@@ -1,5 +1,5 @@
 /* See recv_policy.h. */
-#include "recv_policy.h"
+#include "idle/recv_policy.h"
 
 struct idle_recv_state idle_recv_step(struct idle_recv_state s, uint64_t fg_bps,
                                       uint64_t total_bps, uint64_t capacity_bps)

@@ -1,10 +1,9 @@
 /* See report.h. */
-#include "report.h"
+#include "idle/report.h"
 
 #include <sys/wait.h>
 
-#include "isolation.h"
-#include "json.h"
+#include "common/json.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -26,7 +25,7 @@ static void row(FILE *out, const char *resource, const char *how, const char *wh
     fprintf(out, "  %-9s %-38s %s\n", resource, how, what);
 }
 
-static void memory_row(FILE *out, const struct idle_memory *m)
+static void memory_row(FILE *out, const struct idle_memory_figures *m)
 {
     char what[256];
     int n = snprintf(what, sizeof what, "peak %.1f MiB; ", (double)m->peak_bytes / MIB);
@@ -43,7 +42,7 @@ static void memory_row(FILE *out, const struct idle_memory *m)
 
 static void disk_row(FILE *out, const struct idle_run *run)
 {
-    const struct idle_dirty *d = run->dirty;
+    const struct idle_dirty_figures *d = &run->dirty;
     char how[64], what[512];
     int n = snprintf(what, sizeof what, "%ld blocks read, %ld written; unwritten data peak "
                      "%.1f MiB", run->usage.ru_inblock, run->usage.ru_oublock,
@@ -68,18 +67,18 @@ static void disk_row(FILE *out, const struct idle_run *run)
 }
 
 /* "eth0 at 100 Mbit/s, wlan0 at 54 Mbit/s" (and what was left alone, and why). */
-static void queues_text(char *out, size_t size, const struct idle_network *n)
+static void queues_text(char *out, size_t size, const struct idle_network_figures *n)
 {
     size_t len = 0;
     out[0] = '\0';
-    for (size_t i = 0; i < n->queue.n && len < size; i++)
+    for (size_t i = 0; i < n->nlinks && len < size; i++)
         len += (size_t)snprintf(out + len, size - len, "%s%s at %.0f Mbit/s", i ? ", " : "",
-                                n->queue.devs[i].name, (double)n->queue.devs[i].rate_bps / 1e6);
-    if (n->queue.why[0] && len < size)
-        snprintf(out + len, size - len, "%sleft alone: %s", len ? "; " : "", n->queue.why);
+                                n->links[i].name, (double)n->links[i].rate_bps / 1e6);
+    if (n->left_alone[0] && len < size)
+        snprintf(out + len, size - len, "%sleft alone: %s", len ? "; " : "", n->left_alone);
 }
 
-static void network_row(FILE *out, const struct idle_network *n)
+static void network_row(FILE *out, const struct idle_network_figures *n)
 {
     char what[768];
     if (!n->classified) {
@@ -88,14 +87,13 @@ static void network_row(FILE *out, const struct idle_network *n)
     }
     queues_text(what, sizeof what, n);
     row(out, "network", "socket priority 1de0:20, HTB prio 7", what);
-    const struct idle_net_receive *r = &n->receive;
-    if (r->clamps)
+    if (n->clamps)
         snprintf(what, sizeof what, "clamped %u time%s for %.2f s, held %u time%s for %.2f s",
-                 r->clamps, r->clamps == 1 ? "" : "s", (double)r->clamped_ns / 1e9, r->holds,
-                 r->holds == 1 ? "" : "s", (double)r->held_ns / 1e9);
+                 n->clamps, n->clamps == 1 ? "" : "s", (double)n->clamped_ns / 1e9, n->holds,
+                 n->holds == 1 ? "" : "s", (double)n->held_ns / 1e9);
     else
-        snprintf(what, sizeof what, "%s", n->queue.n ? "never clamped"
-                                                     : "left alone (needs --net-rate)");
+        snprintf(what, sizeof what, "%s", n->nlinks ? "never clamped"
+                                                    : "left alone (needs --net-rate)");
     row(out, "receive", "window clamp, then hold", what);
 }
 
@@ -108,31 +106,32 @@ void idle_report_table(FILE *out, const struct idle_run *run)
                                                        ? "was killed" : "exited",
             run->elapsed_s);
     row(out, "resource", "kept to idle capacity by", "what happened");
-    snprintf(how, sizeof how, "SCHED_IDLE%s%s", run->groups->cpu_setting ? ", cgroup " : "",
-             run->groups->cpu_setting ? run->groups->cpu_setting : "");
+    snprintf(how, sizeof how, "SCHED_IDLE%s%s", run->cpu_setting ? ", cgroup " : "",
+             run->cpu_setting ? run->cpu_setting : "");
     snprintf(what, sizeof what, "%.2f s user, %.2f s system", seconds(run->usage.ru_utime),
              seconds(run->usage.ru_stime));
     row(out, "CPU", how, what);
     disk_row(out, run);
-    memory_row(out, run->memory);
-    network_row(out, run->network);
+    memory_row(out, &run->memory);
+    network_row(out, &run->network);
     if (o->deadline) {
         format_time(how, sizeof how, o->deadline);
         row(out, "deadline", how, run->promoted_at ? "reached: promoted to normal priority"
                                                    : "not reached");
     }
     if (run->isolation) {
-        const struct idle_isolation *iso = run->isolation;
-        snprintf(how, sizeof how, "--isolate: %zu overlay%s", iso->n, iso->n == 1 ? "" : "s");
-        snprintf(what, sizeof what, "%zu change%s, %s%s", iso->changes.n,
-                 iso->changes.n == 1 ? "" : "s", outcome_names[iso->outcome],
+        const struct idle_isolation_figures *iso = run->isolation;
+        snprintf(how, sizeof how, "--isolate: %zu overlay%s", iso->ndirs,
+                 iso->ndirs == 1 ? "" : "s");
+        snprintf(what, sizeof what, "%zu change%s, %s%s", iso->changes,
+                 iso->changes == 1 ? "" : "s", outcome_names[iso->outcome],
                  iso->read_set_lost ? " (read set unknown: every change by others counted)"
                                     : "");
         row(out, "files", how, what);
     }
 }
 
-static void json_memory(FILE *f, const struct idle_memory *m)
+static void json_memory(FILE *f, const struct idle_memory_figures *m)
 {
     fprintf(f, "  \"memory\": {\"signals\": \"%s\", \"peak_bytes\": %llu, \"shrinks\": %u, "
                "\"thaws\": %u, \"grows\": %u, \"given_back_bytes\": %llu, "
@@ -145,37 +144,36 @@ static void json_memory(FILE *f, const struct idle_memory *m)
             (double)m->frozen_ns / 1e9, m->first_giveback_at);
 }
 
-static void json_network(FILE *f, const struct idle_network *n)
+static void json_network(FILE *f, const struct idle_network_figures *n)
 {
     fprintf(f, "  \"network\": {\"classified\": %s, \"why\": ", n->classified ? "true" : "false");
     specx_json_string(f, n->classified ? NULL : n->why);
     fputs(", \"queues\": [", f);
-    for (size_t i = 0; i < n->queue.n; i++) {
+    for (size_t i = 0; i < n->nlinks; i++) {
         fprintf(f, "%s{\"dev\": ", i ? ", " : "");
-        specx_json_string(f, n->queue.devs[i].name);
-        fprintf(f, ", \"rate_bps\": %llu}", (unsigned long long)n->queue.devs[i].rate_bps);
+        specx_json_string(f, n->links[i].name);
+        fprintf(f, ", \"rate_bps\": %llu}", (unsigned long long)n->links[i].rate_bps);
     }
     fputs("], \"left_alone\": ", f);
-    specx_json_string(f, n->queue.why[0] ? n->queue.why : NULL);
-    const struct idle_net_receive *r = &n->receive;
+    specx_json_string(f, n->left_alone[0] ? n->left_alone : NULL);
     fprintf(f, ", \"receive\": {\"capacity_bps\": %llu, \"clamps\": %u, \"clamped_s\": %.6f, "
-               "\"holds\": %u, \"held_s\": %.6f}},\n", (unsigned long long)r->capacity_bps,
-            r->clamps, (double)r->clamped_ns / 1e9, r->holds, (double)r->held_ns / 1e9);
+               "\"holds\": %u, \"held_s\": %.6f}},\n", (unsigned long long)n->capacity_bps,
+            n->clamps, (double)n->clamped_ns / 1e9, n->holds, (double)n->held_ns / 1e9);
 }
 
-static void json_isolation(FILE *f, const struct idle_isolation *iso)
+static void json_isolation(FILE *f, const struct idle_isolation_figures *iso)
 {
     fputs("  \"isolation\": {\"directories\": [", f);
-    for (size_t i = 0; i < iso->n; i++) {
+    for (size_t i = 0; i < iso->ndirs; i++) {
         fputs(i ? ", " : "", f);
         specx_json_string(f, iso->dirs[i]);
     }
     fprintf(f, "], \"outcome\": \"%s\", \"changes\": %zu, \"read_set_known\": %s, "
-               "\"conflicts\": [", outcome_names[iso->outcome], iso->changes.n,
+               "\"conflicts\": [", outcome_names[iso->outcome], iso->changes,
             iso->read_set_lost ? "false" : "true");
-    for (size_t i = 0; i < iso->conflicts.n; i++) {
+    for (size_t i = 0; i < iso->nconflicts; i++) {
         fputs(i ? ", " : "", f);
-        specx_json_string(f, iso->conflicts.paths[i]);
+        specx_json_string(f, iso->conflicts[i]);
     }
     fputs("]},\n", f);
 }
@@ -196,10 +194,10 @@ int idle_report_json(const char *file, const struct idle_run *run)
     fprintf(f, ", \"interrupted\": %s, \"elapsed_s\": %.6f,\n",
             run->interrupted ? "true" : "false", run->elapsed_s);
     fprintf(f, "  \"cpu\": {\"policy\": \"SCHED_IDLE\", \"cgroup\": ");
-    specx_json_string(f, run->groups->cpu_setting);
+    specx_json_string(f, run->cpu_setting);
     fprintf(f, ", \"user_s\": %.6f, \"system_s\": %.6f},\n", seconds(run->usage.ru_utime),
             seconds(run->usage.ru_stime));
-    const struct idle_dirty *d = run->dirty;
+    const struct idle_dirty_figures *d = &run->dirty;
     fprintf(f, "  \"disk\": {\"class\": \"idle\", \"blocks_read\": %ld, \"blocks_written\": %ld, "
                "\"dirty_bound_bytes\": %llu, \"dirty_peak_bytes\": %llu, \"dirty_holds\": %llu, "
                "\"dirty_held_s\": %.6f, \"files_flushed\": %llu, \"closed_files_watched\": %s, "
@@ -212,8 +210,8 @@ int idle_report_json(const char *file, const struct idle_run *run)
             (unsigned long long)d->closed_dropped, (unsigned long long)d->samples);
     specx_json_string(f, d->closed_unwatched);
     fputs("},\n", f);
-    json_memory(f, run->memory);
-    json_network(f, run->network);
+    json_memory(f, &run->memory);
+    json_network(f, &run->network);
     if (run->isolation)
         json_isolation(f, run->isolation);
     fprintf(f, "  \"deadline\": ");

@@ -8,31 +8,16 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "dirty_bound.h"
-#include "groups.h"
-#include "memory_yield.h"
-#include "net_queue.h"
-#include "net_receive.h"
-#include "options.h"
-
-struct idle_isolation;
-
-/* The command's network: its sockets' class and the queues it waits in, or why not. */
-struct idle_network {
-    int prog_fd;                  /* the socket classifier, -1 if none (or no longer) */
-    bool classified;              /* its sockets were classified */
-    struct idle_net_queue queue;
-    struct idle_net_receive receive;
-    char why[256];
-};
+#include "idle/figures.h"
+#include "idle/options.h"
 
 struct idle_run {
     const struct idle_options *opt;
-    const struct idle_groups *groups;
-    const struct idle_memory *memory;
-    const struct idle_dirty *dirty;
-    const struct idle_isolation *isolation; /* NULL without --isolate */
-    const struct idle_network *network;
+    const char *cpu_setting;   /* what the CPU group does (groups.h), or NULL */
+    struct idle_memory_figures memory;
+    struct idle_dirty_figures dirty;
+    struct idle_network_figures network;
+    const struct idle_isolation_figures *isolation; /* NULL without --isolate */
     struct rusage usage;       /* of the command and the descendants it waited for */
     double elapsed_s;
     int exit_code;             /* what specx idle exits with */

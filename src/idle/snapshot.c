@@ -1,5 +1,5 @@
 /* See snapshot.h. */
-#include "snapshot.h"
+#include "idle/snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* nftw passes no argument of ours: the walk in progress. */
 static struct idle_snapshot *walking;

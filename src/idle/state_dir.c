@@ -1,5 +1,5 @@
 /* See state_dir.h. */
-#include "state_dir.h"
+#include "idle/state_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "util.h"
+#include "idle/beneath.h"
+#include "common/util.h"
 
 /* A run's state being removed: NAME.gone. */
 #define GONE_SUFFIX ".gone"

@@ -1,5 +1,5 @@
 /* See upper_complete.h. */
-#include "upper_complete.h"
+#include "idle/upper_complete.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,10 +12,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "changes.h"
-#include "file_status.h"
-#include "util.h"
+#include "idle/beneath.h"
+#include "idle/changes.h"
+#include "idle/file_status.h"
+#include "common/util.h"
 
 /* The overlay's file handle of a lower file (struct ovl_fb): version, magic, length, flags,
  * handle type, the file system's uuid, then the handle's bytes. */

@@ -15,8 +15,8 @@
 #ifndef IDLE_UPPER_COMPLETE_H
 #define IDLE_UPPER_COMPLETE_H
 
-#include "pathset.h"
-#include "snapshot.h"
+#include "idle/pathset.h"
+#include "idle/snapshot.h"
 
 /* Completes UPPER, the upper directory over DIR (the isolated directory, open), whose overlay
  * kept its index in INDEX. BEFORE is DIR's snapshot, whose names are the lower files'; what is

@@ -1,5 +1,5 @@
 /* See yield_policy.h. */
-#include "yield_policy.h"
+#include "idle/yield_policy.h"
 
 enum idle_yield_action idle_yield_step(struct idle_yield_state *s, bool pressure,
                                        uint64_t now_ns, uint64_t usage, uint64_t unused,

@@ -1,5 +1,5 @@
 /* See blocked_reads.h. */
-#include "blocked_reads.h"
+#include "kernel/blocked_reads.h"
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "group_fds.h"
-#include "kfile.h"
+#include "kernel/group_fds.h"
+#include "kernel/kfile.h"
 
 /* /proc/PID/task/TID/syscall holds "NR ARG1 ... ARG6 SP PC" for a thread blocked in a system
  * call, "running" for one on a CPU and "-1 SP PC" for one blocked outside any (a page fault). */

@@ -1,6 +1,6 @@
 /* See cgroup.h. */
-#include "cgroup.h"
-#include "kfile.h"
+#include "kernel/cgroup.h"
+#include "kernel/kfile.h"
 
 #include <errno.h>
 #include <stdio.h>

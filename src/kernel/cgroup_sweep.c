@@ -1,6 +1,6 @@
 /* Ending groups for good: what a command does with its groups when it ends, and what the next
  * run does with groups left by a run that was killed outright (SIGKILL: no cleanup ran). */
-#include "cgroup.h"
+#include "kernel/cgroup_sweep.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "freezer.h"
+#include "kernel/freezer.h"
 
 void specx_cgroup_kill_all(const struct specx_cgroup *cg)
 {

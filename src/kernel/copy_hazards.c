@@ -1,10 +1,10 @@
 /* See copy_hazards.h. */
-#include "copy_hazards.h"
+#include "kernel/copy_hazards.h"
 
 #include <stdio.h>
 
-#include "cgroup.h"
-#include "kfile.h"
+#include "kernel/cgroup.h"
+#include "kernel/kfile.h"
 
 int specx_status_seccomp(const char *text)
 {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 enum specx_hazard {
     SPECX_HAZARD_NONE,

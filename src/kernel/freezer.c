@@ -1,5 +1,5 @@
 /* See freezer.h. */
-#include "freezer.h"
+#include "kernel/freezer.h"
 
 #include <errno.h>
 #include <string.h>

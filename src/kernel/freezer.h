@@ -5,7 +5,7 @@
 #ifndef SPECX_KERNEL_FREEZER_H
 #define SPECX_KERNEL_FREEZER_H
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 #include <stdbool.h>
 

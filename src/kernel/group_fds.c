@@ -1,5 +1,5 @@
 /* See group_fds.h. */
-#include "group_fds.h"
+#include "kernel/group_fds.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kfile.h"
+#include "kernel/kfile.h"
 
 #define MAX_PROCS 4096
 

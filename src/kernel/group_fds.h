@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 /* Called with the process, the descriptor's number and what it refers to (the link in
  * /proc/PID/fd: a path, "socket:[INODE]", "pipe:[INODE]"...). */

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "raw.h"
+#include "kernel/raw.h"
 
 /* Thread or process TID (0: the caller) in CLASS (IOPRIO_CLASS_IDLE, _BE) at LEVEL (0-7; the
  * idle class has none). 0, or -1 with errno. */

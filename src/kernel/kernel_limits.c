@@ -1,7 +1,7 @@
 /* See kernel_limits.h. */
-#include "kernel_limits.h"
+#include "kernel/kernel_limits.h"
 
-#include "kfile.h"
+#include "kernel/kfile.h"
 
 #include <stdio.h>
 #include <sys/sysmacros.h>

@@ -1,6 +1,6 @@
 /* See kfile.h. */
-#include "kfile.h"
-#include "raw.h"
+#include "kernel/kfile.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

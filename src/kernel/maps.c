@@ -1,7 +1,7 @@
 /* /proc/self/maps with system calls only (see maps.h). */
-#include "maps.h"
-#include "proc_path.h"
-#include "raw.h"
+#include "kernel/maps.h"
+#include "kernel/proc_path.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* See memcg.h. */
-#include "memcg.h"
-#include "kfile.h"
-#include "raw.h"
+#include "kernel/memcg.h"
+#include "kernel/kfile.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #ifndef SPECX_KERNEL_MEMCG_H
 #define SPECX_KERNEL_MEMCG_H
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* See oom_victim.h. */
-#include "oom_victim.h"
-#include "kfile.h"
-#include "proc_path.h"
-#include "raw.h"
+#include "kernel/oom_victim.h"
+#include "kernel/kfile.h"
+#include "kernel/proc_path.h"
+#include "kernel/raw.h"
 
 #include <sched.h>
 #include <signal.h>

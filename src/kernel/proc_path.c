@@ -1,5 +1,5 @@
 /* See proc_path.h. */
-#include "proc_path.h"
+#include "kernel/proc_path.h"
 
 #include <string.h>
 

@@ -1,15 +1,15 @@
 /* See program_pagemap.h. Raw system calls: inside libspecx.so read() and pread() are the read
  * path's wrappers, which in the speculative process emulate reads of regular files (and a
  * pagemap's st_size is 0). */
-#include "program_pagemap.h"
+#include "kernel/program_pagemap.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proc_path.h"
-#include "raw.h"
+#include "kernel/proc_path.h"
+#include "kernel/raw.h"
 
 /* pagemap has one entry per page of the program's address space (4 KiB on x86-64). */
 #define PAGEMAP_PAGE 4096u

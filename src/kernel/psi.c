@@ -1,6 +1,6 @@
 /* See psi.h. */
-#include "psi.h"
-#include "kfile.h"
+#include "kernel/psi.h"
+#include "kernel/kfile.h"
 
 #include <stdio.h>
 #include <string.h>

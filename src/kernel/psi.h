@@ -7,7 +7,7 @@
 #ifndef SPECX_KERNEL_PSI_H
 #define SPECX_KERNEL_PSI_H
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 #include <stdbool.h>
 #include <stddef.h>

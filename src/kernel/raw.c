@@ -1,5 +1,5 @@
 /* See raw.h: the one system-call instruction of the runtime and the kernel layer. */
-#include "raw.h"
+#include "kernel/raw.h"
 
 #include <errno.h>
 #include <stdarg.h>

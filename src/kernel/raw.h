@@ -4,8 +4,8 @@
  * Inside the preload runtime those names are the runtime's own entry points: a mapping the
  * runtime made through mmap() would be taken for one of the program's, a prefetch made through
  * posix_fadvise() for the program's own advice, and a read of its own for a stall. So code
- * below the runtime's entry layer (src/runtime/entry) and the kernel layer, which is linked into
- * the preload too, reach the kernel through these; the layering test checks that no such code
+ * below the runtime's entry layer (src/run/runtime/entry) and the kernel layer, which is linked
+ * into the preload too, reach the kernel through these; the layering test checks that no such code
  * refers to an interposed name. In the commands they are the plain system calls. */
 #ifndef SPECX_KERNEL_RAW_H
 #define SPECX_KERNEL_RAW_H

@@ -1,11 +1,11 @@
-#include "residency.h"
+#include "kernel/residency.h"
 
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "raw.h"
+#include "kernel/raw.h"
 
 /* cachestat(2) arrived in Linux 6.5; the system headers may predate it. */
 #ifndef __NR_cachestat

@@ -1,5 +1,5 @@
 /* See files.h. */
-#include "files.h"
+#include "share/files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "maps.h"
-#include "proc_path.h"
-#include "residency.h"
-#include "util.h"
+#include "kernel/maps.h"
+#include "kernel/proc_path.h"
+#include "kernel/residency.h"
+#include "common/util.h"
 
 /* The main thread captures a job's set at the end of its turn while the prefetching thread may
  * be reading it: each works on a copy taken under this lock. */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 
 /* At most this many files of a job are remembered (the first found with cached pages). */
 #define SHARE_FILES_MAX 64

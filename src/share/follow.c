@@ -3,7 +3,7 @@
  * schedules nothing. It watches which of the given cgroups are frozen, learns their rotation
  * (who ran after whom, how long a turn lasts), and prefetches the job it predicts next as the
  * rotation itself would (docs/design/share.md). It never freezes or thaws anything. */
-#include "follow.h"
+#include "share/follow.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -17,12 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "freezer.h"
-#include "json.h"
-#include "memory.h"
-#include "prefetcher.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "kernel/freezer.h"
+#include "common/json.h"
+#include "share/memory.h"
+#include "share/prefetcher.h"
+#include "common/util.h"
 
 #define WATCH_NS (20ull * 1000000ull)
 

@@ -2,7 +2,7 @@
 #ifndef SHARE_FOLLOW_H
 #define SHARE_FOLLOW_H
 
-#include "options.h"
+#include "share/options.h"
 
 /* Follows the groups named by o->jobs (one path each) until every one is gone (exit status
  * 0) or a signal arrives on SIGFD (128 + its number). */

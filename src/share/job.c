@@ -1,5 +1,5 @@
 /* See job.h. */
-#include "job.h"
+#include "share/job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "freezer.h"
-#include "memcg.h"
-#include "memory.h"
-#include "util.h"
+#include "kernel/cgroup_sweep.h"
+#include "kernel/clock.h"
+#include "kernel/freezer.h"
+#include "kernel/memcg.h"
+#include "common/util.h"
 
 /* How long a job's groups may take to empty once its processes are killed. */
 #define EMPTY_TIMEOUT_MS 5000
@@ -280,7 +280,6 @@ void share_job_end(struct share_job *j)
         specx_warn("cannot remove the cgroup %s: %s", j->mem.dir, strerror(errno));
     j->mem_made = j->frz_made = false;
     share_files_clear(&j->files);
-    share_memory_unused(j); /* forgets what was asked for: a job that ended has no next turn */
     if (j->pidfd >= 0)
         close(j->pidfd);
     j->pidfd = -1;
@@ -352,4 +351,16 @@ int share_job_exit_code(const struct share_job *j)
     if (WIFSIGNALED(j->status))
         return 128 + WTERMSIG(j->status);
     return 1;
+}
+
+struct share_job_figures share_job_figures(const struct share_job *j)
+{
+    return (struct share_job_figures){
+        .number = j->number, .argv = j->argv, .exited = j->exited, .status = j->status,
+        .exit_code = j->exited ? share_job_exit_code(j) : -1,
+        .started_ns = j->started_ns, .ended_ns = j->ended_ns, .turns = j->turns,
+        .major_faults = j->major_faults, .majflt_first_second = j->majflt_first_second,
+        .peak_bytes = j->peak_bytes, .prefetched_bytes = j->prefetched_bytes,
+        .prefetched_file_bytes = j->prefetched_file_bytes, .unused_bytes = j->unused_bytes,
+    };
 }

@@ -6,9 +6,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cgroup.h"
-#include "files.h"
-#include "options.h"
+#include "kernel/cgroup.h"
+#include "share/figures.h"
+#include "share/files.h"
+#include "share/options.h"
 
 /* The groups every job's groups are made in: one memory group holding --memory, and the
  * freezer's (the same group where both controllers share one hierarchy, v2). Below the memory
@@ -96,6 +97,9 @@ void share_job_end(struct share_job *j);
 /* Relays what the stream has to say now, whole lines only, each prefixed "[N] "; at EOF the
  * rest (a newline added if it lacks one). Returns false once the stream is at EOF. */
 bool share_stream_relay(struct share_stream *s, unsigned number);
+
+/* What the report tells of job J (figures.h), once it has ended. */
+struct share_job_figures share_job_figures(const struct share_job *j);
 
 /* The exit code the job's wait status stands for: its exit status, or 128+N for signal N. */
 int share_job_exit_code(const struct share_job *j);

@@ -15,15 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "follow.h"
-#include "job.h"
-#include "memory.h"
-#include "options.h"
-#include "prefetcher.h"
-#include "report.h"
-#include "rotation.h"
-#include "util.h"
+#include "kernel/clock.h"
+#include "share/follow.h"
+#include "share/job.h"
+#include "share/memory.h"
+#include "share/options.h"
+#include "share/prefetcher.h"
+#include "share/report.h"
+#include "share/rotation.h"
+#include "common/util.h"
 
 /* How long a freeze may take before the rotation goes on without waiting for it. */
 #define FREEZE_TIMEOUT_MS 2000
@@ -35,6 +35,7 @@ struct share {
     struct share_options opt;
     struct share_groups groups;
     struct share_job *jobs;
+    struct share_job_figures *figures; /* the jobs' for the report, made when it is written */
     struct share_slot *slots;
     size_t n, current;
     uint64_t run_start, turn_start, turn_end;
@@ -399,6 +400,7 @@ static void end_all(struct share *s)
 {
     for (size_t i = 0; i < s->n; i++) {
         share_job_end(&s->jobs[i]);
+        share_memory_unused(&s->jobs[i]); /* forgets what was asked for: no next turn */
         if (!s->jobs[i].ended_ns)
             s->jobs[i].ended_ns = specx_now_ns();
         for (struct share_stream *st = &s->jobs[i].out; st; st = st == &s->jobs[i].out ? &s->jobs[i].err : NULL)
@@ -464,8 +466,10 @@ static void start_all(struct share *s)
 
 static void write_reports(struct share *s, int exit_code)
 {
+    for (size_t i = 0; i < s->n; i++)
+        s->figures[i] = share_job_figures(&s->jobs[i]);
     struct share_run run = {
-        .opt = &s->opt, .jobs = s->jobs, .njobs = s->n, .switches = s->switches,
+        .opt = &s->opt, .jobs = s->figures, .njobs = s->n, .switches = s->switches,
         .makespan_s = (double)(specx_now_ns() - s->run_start) / 1e9, .exit_code = exit_code,
         .interrupted = s->stop_signal != 0, .turns = s->turns, .nturns = s->nturns,
         .prefetches = s->prefetches, .nprefetches = s->nprefetches,
@@ -503,7 +507,8 @@ int main(int argc, char **argv)
     s.n = s.opt.njobs;
     s.jobs = calloc(s.n, sizeof *s.jobs);
     s.slots = calloc(s.n, sizeof *s.slots);
-    if (!s.jobs || !s.slots)
+    s.figures = calloc(s.n, sizeof *s.figures);
+    if (!s.jobs || !s.slots || !s.figures)
         specx_die(1, "out of memory");
     /* Before anything is made (the --json file, the groups): a SIGTERM during the start
      * waits for the loop, which ends the jobs and still writes the report. */

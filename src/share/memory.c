@@ -1,5 +1,5 @@
 /* See memory.h. */
-#include "memory.h"
+#include "share/memory.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,11 +12,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "kfile.h"
-#include "maps.h"
-#include "memcg.h"
-#include "program_pagemap.h"
-#include "util.h"
+#include "kernel/kfile.h"
+#include "kernel/maps.h"
+#include "kernel/memcg.h"
+#include "kernel/program_pagemap.h"
+#include "common/util.h"
 
 #define PAGE_SIZE_BYTES 4096ull
 /* Ranges per process_madvise call (the kernel takes at most UIO_MAXIOV). */

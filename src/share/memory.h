@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "job.h"
+#include "share/job.h"
 
 /* Bytes of the job's private anonymous memory that are swapped out now (its page table,
  * /proc/PID/pagemap). */

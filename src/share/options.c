@@ -1,13 +1,13 @@
 /* See options.h. */
-#include "options.h"
+#include "share/options.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "units.h"
-#include "util.h"
+#include "common/units.h"
+#include "common/util.h"
 
 #define DEFAULT_QUANTUM_NS (5ull * 1000000000ull)
 

@@ -1,5 +1,5 @@
 /* See prefetcher.h. */
-#include "prefetcher.h"
+#include "share/prefetcher.h"
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -7,11 +7,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "files.h"
-#include "ioprio.h"
-#include "memcg.h"
-#include "memory.h"
+#include "kernel/clock.h"
+#include "share/files.h"
+#include "kernel/ioprio.h"
+#include "kernel/memcg.h"
+#include "share/memory.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER; /* a request, or a collection */

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "job.h"
+#include "share/job.h"
 
 /* Starts the thread. -1 with errno. */
 int share_prefetcher_start(void);

@@ -1,26 +1,26 @@
 /* See report.h. */
-#include "report.h"
+#include "share/report.h"
 
 #include <string.h>
 #include <sys/wait.h>
 
-#include "json.h"
+#include "common/json.h"
 
 static const char *const prefetch_names[] = { "none", "switch", "model" };
 static const char *const release_names[] = { "none", "cold", "pageout" };
 static const char *const scheduler_names[] = { "rr", "mlfq" };
 
-static double job_seconds(const struct share_job *j)
+static double job_seconds(const struct share_job_figures *j)
 {
     return j->ended_ns > j->started_ns ? (double)(j->ended_ns - j->started_ns) / 1e9 : 0;
 }
 
 /* The job's command line, shortened to fit a column of WIDTH. */
-static void command_text(const struct share_job *j, char *out, size_t width)
+static void command_text(const struct share_job_figures *j, char *out, size_t width)
 {
     size_t len = 0;
     out[0] = '\0';
-    for (char **a = j->argv; *a && len < width; a++)
+    for (char *const *a = j->argv; *a && len < width; a++)
         len += (size_t)snprintf(out + len, width - len, "%s%s", a == j->argv ? "" : " ", *a);
     if (len >= width - 1 && width > 4)
         strcpy(out + width - 4, "...");
@@ -52,21 +52,21 @@ void share_report_table(FILE *out, const struct share_run *run)
     fprintf(out, "  %-3s %-32s %5s %9s %6s %12s %15s %12s\n", "job", "command", "exit", "wall s",
             "turns", "major faults", "in 1st seconds", "prefetched");
     for (size_t i = 0; i < run->njobs; i++) {
-        const struct share_job *j = &run->jobs[i];
+        const struct share_job_figures *j = &run->jobs[i];
         char cmd[33];
         command_text(j, cmd, sizeof cmd);
         fprintf(out, "  %-3u %-32s %5d %9.2f %6u %12llu %15llu %9.1f MiB\n", j->number, cmd,
-                j->exited ? share_job_exit_code(j) : -1, job_seconds(j), j->turns,
+                j->exit_code, job_seconds(j), j->turns,
                 (unsigned long long)j->major_faults, (unsigned long long)j->majflt_first_second,
                 (double)j->prefetched_bytes / (1 << 20));
     }
 }
 
-static void json_job(FILE *f, const struct share_job *j)
+static void json_job(FILE *f, const struct share_job_figures *j)
 {
     fprintf(f, "    {\"job\": %u, \"command\": ", j->number);
     specx_json_argv(f, j->argv);
-    fprintf(f, ", \"exit_code\": %d, \"signal\": ", j->exited ? share_job_exit_code(j) : -1);
+    fprintf(f, ", \"exit_code\": %d, \"signal\": ", j->exit_code);
     if (j->exited && WIFSIGNALED(j->status))
         fprintf(f, "%d", WTERMSIG(j->status));
     else

@@ -4,8 +4,12 @@
 
 #include <stdio.h>
 
-#include "job.h"
-#include "options.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "share/figures.h"
+#include "share/options.h"
 
 /* One turn: whose, when (ns since the run began), and what its job did in it. */
 struct share_turn {
@@ -24,7 +28,7 @@ struct share_prefetch_record {
 
 struct share_run {
     const struct share_options *opt;
-    struct share_job *jobs;
+    const struct share_job_figures *jobs;
     size_t njobs;
     unsigned switches;
     double makespan_s;

@@ -1,5 +1,5 @@
 /* See rotation.h. */
-#include "rotation.h"
+#include "share/rotation.h"
 
 /* The first runnable job after CURRENT in cyclic order (CURRENT itself last) whose level is
  * LEVEL, or any level if ANY_LEVEL. */

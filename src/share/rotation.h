@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "options.h"
+#include "share/options.h"
 
 #define SHARE_MLFQ_LEVELS 4
 

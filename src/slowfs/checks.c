@@ -1,4 +1,4 @@
-#include "checks.h"
+#include "slowfs/checks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "common/util.h"
 #include <unistd.h>
 
 

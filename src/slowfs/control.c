@@ -1,6 +1,6 @@
 /* The client side of --stats and --unmount. The statistics travel as an extended attribute
  * of the mount root (passthrough.h), which also tells a slowfs mount from anything else. */
-#include "control.h"
+#include "slowfs/control.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,9 +12,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "passthrough.h"
-#include "util.h"
-#include "volatile.h"
+#include "slowfs/passthrough.h"
+#include "common/util.h"
+#include "slowfs/volatile.h"
 
 /* Most a server's answer can be: the kernel's limit for an extended attribute. */
 #define STATS_MAX 65536

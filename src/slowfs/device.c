@@ -9,7 +9,7 @@
  * to wake that much early: readers then see the modelled times, late by a median of zero.
  * The median (not the mean) keeps a burst of scheduling delays from making the device
  * faster than its model. */
-#include "device.h"
+#include "slowfs/device.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stats.h"
+#include "slowfs/stats.h"
 
 struct device {
     pthread_mutex_t lock; /* guards model and counters */

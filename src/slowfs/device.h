@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#include "model.h"
-#include "presets.h"
+#include "slowfs/model.h"
+#include "slowfs/presets.h"
 
 struct device;
 

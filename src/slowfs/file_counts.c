@@ -1,6 +1,6 @@
 /* See file_counts.h. A chained hash table under one lock: only mounts that ask for the counts
  * pay for it, once per close and per write. */
-#include "file_counts.h"
+#include "slowfs/file_counts.h"
 
 #include <pthread.h>
 #include <stdio.h>

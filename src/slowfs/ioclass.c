@@ -1,6 +1,6 @@
-#include "ioclass.h"
+#include "slowfs/ioclass.h"
 
-#include "ioprio.h"
+#include "kernel/ioprio.h"
 
 enum model_class ioclass_of(pid_t tid)
 {

@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "model.h"
+#include "slowfs/model.h"
 
 /* MODEL_IDLE if thread tid is in I/O priority class IDLE (ionice -c3, or a speculative child
  * that set IOPRIO_CLASS_IDLE), MODEL_REGULAR otherwise, including when tid has gone. */

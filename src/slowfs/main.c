@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checks.h"
-#include "control.h"
-#include "options.h"
-#include "passthrough.h"
-#include "util.h"
-#include "volatile.h"
+#include "slowfs/checks.h"
+#include "slowfs/control.h"
+#include "slowfs/options.h"
+#include "slowfs/passthrough.h"
+#include "common/util.h"
+#include "slowfs/volatile.h"
 
 /* Nice value of the server's threads: well ahead of ordinary programs, not real-time. */
 #define SERVER_NICE -10

@@ -1,6 +1,6 @@
 /* Pure device model: striping, per-disk reservations, the shared bus, two request classes.
  * See model.h for the device it describes. */
-#include "model.h"
+#include "slowfs/model.h"
 
 #include <math.h>
 #include <stdlib.h>

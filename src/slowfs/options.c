@@ -1,12 +1,12 @@
 /* Command-line parsing and validation for specx slowfs. Values are checked here, before
  * anything is mounted, so bad input never leaves a half-made mount behind. */
-#include "options.h"
+#include "slowfs/options.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 enum {
     OPT_DISKS = 256, OPT_PLACEMENT, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "presets.h"
+#include "slowfs/presets.h"
 
 enum slowfs_action {
     ACTION_MOUNT, ACTION_STATS, ACTION_UNMOUNT, ACTION_POWER_CUT, ACTION_HELP, ACTION_VERSION

@@ -7,7 +7,7 @@
  * `postgres` on it).
  *
  * Callbacks return 0 or a negative errno, as libfuse expects. */
-#include "passthrough.h"
+#include "slowfs/passthrough.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,8 +21,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "file_counts.h"
-#include "ioclass.h"
+#include "slowfs/file_counts.h"
+#include "slowfs/ioclass.h"
 
 /* An open file: its descriptor on the backing file and the disk its first stripe unit lives
  * on, derived from the inode number so small files spread over the disks like on a striped

@@ -6,7 +6,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse.h>
 
-#include "device.h"
+#include "slowfs/device.h"
 
 /* Extended attributes of the mount root through which a running slowfs reports its
  * statistics: no file appears in the tree (grep -r would read it) and no socket is needed. */

@@ -8,7 +8,7 @@
  * S3-like store read through a FUSE adapter: 30 ms to first byte, 100 MB/s per stream, 64
  * streams, no shared cap that this machine could reach. The two remote devices place
  * requests on any free lane: their parallelism does not depend on where data lives. */
-#include "presets.h"
+#include "slowfs/presets.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "slowfs/model.h"
 
 /* A device in command-line units: KiB, milliseconds, MB/s (10^6 bytes per second). */
 struct slowfs_config {

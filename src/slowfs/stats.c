@@ -1,6 +1,6 @@
 /* Rendering the statistics. The JSON field names are an interface (the bench harness reads
  * them): add fields, never rename. */
-#include "stats.h"
+#include "slowfs/stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "model.h"
-#include "presets.h"
+#include "slowfs/model.h"
+#include "slowfs/presets.h"
 
 /* Data reads of one class. A request's response time (arrival to last byte) is split into
  * service (the modelled service time of the piece that finished last) and queue wait (the

@@ -1,11 +1,11 @@
 /* See undo_log.h. */
-#include "undo_log.h"
+#include "slowfs/undo_log.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 static void free_names(struct undo_entry *e)
 {

@@ -1,7 +1,7 @@
 /* See volatile.h. The model wraps the passthrough's operations: requests that change
  * something are served one at a time, each preceded by keeping what undoing it needs, and
  * counted; the others only check that the device is still there. */
-#include "volatile.h"
+#include "slowfs/volatile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "undo_log.h"
-#include "util.h"
+#include "slowfs/undo_log.h"
+#include "common/util.h"
 
 /* A file whose data changed since it was last synced: a descriptor that reaches it wherever
  * its names go, and a copy of its durable content (-1: empty, the file was made since). */

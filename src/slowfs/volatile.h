@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "passthrough.h"
+#include "slowfs/passthrough.h"
 
 /* Extended attributes of the mount root: reading the first gives the model's counters (JSON),
  * setting the second (root only) cuts the power. */

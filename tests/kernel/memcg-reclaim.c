@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memcg.h"
+#include "kernel/memcg.h"
 
 int main(int argc, char **argv)
 {

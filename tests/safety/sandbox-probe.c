@@ -7,7 +7,7 @@
  * none of them happened, and that what the sandbox must allow (reads, private memory) works.
  * tests/test_sandbox.py runs it and checks the file tree and its own sockets as well.
  *
- * With --outside COLD1 COLD2 first, it proves the supervisor's copy instead (src/supervisor,
+ * With --outside COLD1 COLD2 first, it proves the supervisor's copy instead (src/run/supervisor,
  * run it under `specx run --backend=trace`): nothing is shared but System V objects (the
  * supervisor makes no copy of a program with shared mappings), no child is forked; the probe
  * reads COLD1, where the supervisor clones it, then COLD2 into a zeroed buffer. The copy
@@ -18,7 +18,7 @@
  *
  * Usage: sandbox-probe [--outside COLD1 COLD2] DIR TCP_PORT UNIX_SOCKET_PATH
  * Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any check failed. */
-#include "sandbox/sandbox.h"
+#include "run/runtime/sandbox/sandbox.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* Durations, sizes and rates on command lines (src/common/units.c). */
 #include "check.h"
-#include "units.h"
+#include "common/units.h"
 
 static void durations(void)
 {

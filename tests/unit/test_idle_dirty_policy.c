@@ -1,6 +1,6 @@
 /* How much unwritten data the background may have (src/idle/dirty_policy.c). */
 #include "check.h"
-#include "dirty_policy.h"
+#include "idle/dirty_policy.h"
 
 #define MiB (1ull << 20)
 

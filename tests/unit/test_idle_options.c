@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "dirty_policy.h"
-#include "options.h"
+#include "idle/dirty_policy.h"
+#include "idle/options.h"
 
 /* 2026-11-25 12:00:00 local, whatever the time zone the test runs in. */
 static time_t noon(void)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "pathset.h"
+#include "idle/pathset.h"
 
 static void a_set_is_sorted_once_and_looked_up(void)
 {

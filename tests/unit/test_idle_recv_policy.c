@@ -1,6 +1,6 @@
 /* How the background's receive side yields (src/idle/recv_policy.c). */
 #include "check.h"
-#include "recv_policy.h"
+#include "idle/recv_policy.h"
 
 #define MBIT 1000000ull
 

@@ -1,6 +1,6 @@
 /* When the background gives memory back and takes it again (src/idle/yield_policy.c). */
 #include "check.h"
-#include "yield_policy.h"
+#include "idle/yield_policy.h"
 
 #define MiB (1ull << 20)
 #define S 1000000000ull

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "copy_hazards.h"
+#include "kernel/copy_hazards.h"
 
 static const char status_head[] = "Name:\tprog\nUmask:\t0022\nState:\tR (running)\nPid:\t42\n"
                                   "PPid:\t1\nTracerPid:\t0\nNoNewPrivs:\t1\n";

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "kernel/cgroup.h"
 #include "check.h"
-#include "kfile.h"
-#include "oom_victim.h"
-#include "psi.h"
+#include "kernel/kfile.h"
+#include "kernel/oom_victim.h"
+#include "kernel/psi.h"
 
 static void test_cgroup_v1_line_wins(void)
 {

@@ -1,7 +1,7 @@
-/* Back-off and retirement of a process's copies (src/runtime/policy/backoff.c). */
+/* Back-off and retirement of a process's copies (src/run/runtime/policy/backoff.c). */
 #include "check.h"
-#include "policy/backoff.h"
-#include "stats_layout.h"
+#include "run/runtime/policy/backoff.h"
+#include "common/stats_layout.h"
 
 /* Stalls on (dev, ino) that pass without a copy before one is allowed again. */
 static unsigned skipped(uint64_t dev, uint64_t ino)

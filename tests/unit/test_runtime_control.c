@@ -1,9 +1,9 @@
-/* The prefetch log shared by a program and its speculative process (src/runtime/core/control.c):
- * which prefetches a read consumes, and how the horizon moves. */
+/* The prefetch log shared by a program and its speculative process
+ * (src/run/runtime/core/control.c): which prefetches a read consumes, and how the horizon moves. */
 #include <stdio.h>
 
 #include "check.h"
-#include "core/control.h"
+#include "run/runtime/core/control.h"
 
 static struct specx_control *fresh(void)
 {

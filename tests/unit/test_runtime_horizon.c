@@ -1,10 +1,10 @@
-/* The prefetch horizon's decision (src/runtime/policy/horizon.h) and the range arithmetic the read
- * path relies on (src/kernel/residency.h). */
+/* The prefetch horizon's decision (src/run/runtime/policy/horizon.h) and the range arithmetic the
+ * read path relies on (src/kernel/residency.h). */
 #include <stdio.h>
 
 #include "check.h"
-#include "policy/horizon.h"
-#include "residency.h"
+#include "run/runtime/policy/horizon.h"
+#include "kernel/residency.h"
 
 static void test_count_bound(void)
 {

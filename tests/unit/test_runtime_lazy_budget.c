@@ -1,7 +1,7 @@
-/* How much a fast-reforked copy may keep (src/runtime/policy/lazy_budget.c): the budget for a
+/* How much a fast-reforked copy may keep (src/run/runtime/policy/lazy_budget.c): the budget for a
  * memory cgroup's limit. */
 #include "check.h"
-#include "policy/lazy_budget.h"
+#include "run/runtime/policy/lazy_budget.h"
 
 static void test_budget(void)
 {

@@ -1,7 +1,7 @@
-/* The reactive cost-benefit control (src/runtime/policy/memory_control.c, Fraser & Chang 2003
+/* The reactive cost-benefit control (src/run/runtime/policy/memory_control.c, Fraser & Chang 2003
  * §6.1): when speculation's memory overhead stops it and when it may run again. */
 #include "check.h"
-#include "policy/memory_control.h"
+#include "run/runtime/policy/memory_control.h"
 
 static void test_speculation_that_pays_stays_enabled(void)
 {

@@ -1,10 +1,10 @@
-/* The shape of speculative prefetches (src/runtime/policy/prefetch.h): a random read is prefetched
- * as it is, a sequential one to the next chunk boundary (never past EOF), and a long range is
- * cut into calls of at most one chunk, aligned after the first. */
+/* The shape of speculative prefetches (src/run/runtime/policy/prefetch.h): a random read is
+ * prefetched as it is, a sequential one to the next chunk boundary (never past EOF), and a long
+ * range is cut into calls of at most one chunk, aligned after the first. */
 #include <stdio.h>
 
 #include "check.h"
-#include "policy/prefetch.h"
+#include "run/runtime/policy/prefetch.h"
 
 #define CHUNK SPECX_PREFETCH_CHUNK
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "residency.h"
+#include "kernel/residency.h"
 
 #define FILE_SIZE (5 * SPECX_PAGE_SIZE + 100)
 

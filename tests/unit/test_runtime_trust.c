@@ -1,7 +1,7 @@
-/* The trust policy (src/runtime/policy/trust.c): which copies may prefetch for real, judged
+/* The trust policy (src/run/runtime/policy/trust.c): which copies may prefetch for real, judged
  * by how many of their logged predictions the program read. */
 #include "check.h"
-#include "policy/trust.h"
+#include "run/runtime/policy/trust.h"
 
 static struct specx_tally tally(unsigned hits, unsigned misses)
 {

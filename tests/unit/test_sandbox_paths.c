@@ -1,7 +1,7 @@
 /* Unit tests of the sandbox's pure helpers: the /proc paths it builds without stdio, and which
  * file types a speculative process may open. */
-#include "sandbox/privatize.h"
-#include "proc_path.h"
+#include "run/runtime/sandbox/privatize.h"
+#include "kernel/proc_path.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "options.h"
+#include "share/options.h"
 
 static void splitting(void)
 {

@@ -1,6 +1,6 @@
 /* specx share's scheduler: whose turn is next (src/share/rotation.c). */
 #include "check.h"
-#include "rotation.h"
+#include "share/rotation.h"
 
 static void round_robin(void)
 {

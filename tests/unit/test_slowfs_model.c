@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "model.h"
+#include "slowfs/model.h"
 
 #include "check.h"
 

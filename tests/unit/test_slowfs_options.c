@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options.h"
-#include "presets.h"
-#include "util.h"
+#include "slowfs/options.h"
+#include "slowfs/presets.h"
+#include "common/util.h"
 
 #include "check.h"
 

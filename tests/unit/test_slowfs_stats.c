@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "presets.h"
-#include "stats.h"
+#include "slowfs/presets.h"
+#include "slowfs/stats.h"
 
 #include "check.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "undo_log.h"
+#include "slowfs/undo_log.h"
 
 #include "check.h"
 

@@ -1,9 +1,9 @@
-/* The supervisor's prefetch log (src/supervisor/predictions.h): how the program's progress,
+/* The supervisor's prefetch log (src/run/supervisor/predictions.h): how the program's progress,
  * seen from outside, reaches its copy's records. */
 #include <stdio.h>
 
 #include "check.h"
-#include "predictions.h"
+#include "run/supervisor/predictions.h"
 
 static struct prediction_log log_of_three(void)
 {

@@ -1,0 +1,676 @@
+#include "run/runtime/copy/copy.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "run/runtime/copy/copy_idle.h"
+#include "run/runtime/copy/copy_read.h"
+#include "run/runtime/copy/copy_ref.h"
+#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/copy/fault_speculation.h"
+#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/copy/memory_watch.h"
+#include "kernel/copy_hazards.h"
+#include "run/runtime/core/control.h"
+#include "run/runtime/core/runtime.h"
+#include "kernel/ioprio.h"
+#include "run/runtime/policy/backoff.h"
+#include "run/runtime/policy/prefetch.h"
+#include "run/runtime/policy/stall.h"
+#include "run/runtime/policy/trust.h"
+#include "kernel/raw.h"
+#include "kernel/residency.h"
+#include "run/runtime/sandbox/sandbox.h"
+
+/* How long the program waits for a new speculative process to privatize its state before
+ * going on with its own read; it was already issued, so the wait hides in the disk's time. */
+#define READY_TIMEOUT_NS (20ull * 1000000ull)
+/* While it waits, the program looks this often whether its own read has completed (§5.1: a
+ * refork must not delay the program beyond its own I/O). */
+#define READY_SLICE_NS (100ull * 1000ull)
+/* Pages of the stalled read checked for arrival (the stack vector's size). */
+#define ARRIVAL_PAGES 64u
+/* A copy that has not entered its sandbox after this long is stuck (in a file system that does
+ * not answer, say) and is replaced at the next stall; see copy_entering. */
+#define ENTRY_LIMIT_NS (1000ull * 1000000ull)
+
+/* The file of the stall that created the speculative process. */
+static uint64_t copy_dev, copy_ino;
+static uint64_t copy_born_ns;
+static bool copy_dry; /* the speculative process only predicts (trust.h) */
+/* The thread of the program it is a copy of: only that thread's stalls tell whether it
+ * diverged (docs/design/read-path.md). */
+static pid_t copy_thread;
+/* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
+static struct specx_lazy_set lazy_set;
+/* The cloning thread's signal mask, which the copy takes back once sealed (clone_speculative). */
+static sigset_t mask_at_clone;
+/* This process's groups whose files may forbid a copy (copy_forbidden), found with its control
+ * region. */
+static struct specx_copy_groups copy_groups;
+
+/* Judges the copy that just ended or is about to be replaced, by what its predictions were
+ * worth to the program (trust.h): a copy none of whose records the program read was useless,
+ * whether it prefetched nothing (it died of the data it could not read: SQLite's page check,
+ * GNU ld's object headers) or prefetched wrongly (pointer chasing). Its records not reached
+ * yet count as misses only if the program stalled somewhere the copy did not predict
+ * (on_track false): then it diverged, and they will not be read. */
+static void judge_copy(bool on_track)
+{
+    struct specx_tally t = specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
+    specx_trust_judge(t);
+    if (t.hits > 0)
+        SPECX_COUNT(spec_judged_useful, 1);
+    if (specx_backoff_judged(copy_dev, copy_ino, t.hits > 0)) {
+        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
+        specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
+                  SPECX_RETIRE_AFTER);
+    }
+    specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
+              copy_dry ? "dry" : "live", t.hits, t.misses);
+}
+
+/* Start times of specx.copy and specx.dying[i] (copy_ref.h): with the pid, what tells the
+ * copy from a later process given the same pid. */
+static uint64_t copy_start;
+static uint64_t dying_start[sizeof specx.dying / sizeof specx.dying[0]];
+
+static bool reaped(pid_t pid, uint64_t start, bool wait)
+{
+    if (!specx_copy_reap(pid, start, wait))
+        return false;
+    SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
+    return true;
+}
+
+/* Reaps killed speculative processes that have died by now; with wait, all of them. */
+static void reap_dying(bool wait)
+{
+    for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
+        if (specx.dying[i] && reaped(specx.dying[i], dying_start[i], wait))
+            specx.dying[i] = 0;
+}
+
+/* Whether the program's memory is bounded (a memory cgroup limit: copy/memory_watch.h).
+ * There a killed copy's memory is given back before the program goes on: a killed process
+ * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
+ * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
+ * the OOM killer no longer sees the copy (an exiting process has let go of its memory map): a
+ * program that allocates then is the only candidate, and is killed (docs/design/copies.md).
+ * Without a limit the program does not pay for that release: the copy's private memory (a
+ * PostgreSQL copy's privatized shared buffers, 128 MiB) takes milliseconds to free. */
+static bool memory_bounded(void)
+{
+    return specx_control_memory_limit(specx.ctl) != 0;
+}
+
+/* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
+ * the server already has dies only when the request completes (the kernel waits it out), and
+ * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it.
+ * Its memory is given back at once where memory is bounded, or the memory control asks. */
+static void kill_copy(void)
+{
+    pid_t pid = specx.copy;
+    specx.copy = 0;
+    if (pid <= 0 || reaped(pid, copy_start, false))
+        return;
+    bool stopped_for_memory = specx_memory_stopped();
+    specx_copy_kill(pid, copy_start, memory_bounded() || stopped_for_memory);
+    if (stopped_for_memory)
+        specx_memory_given_back();
+    if (reaped(pid, copy_start, false))
+        return;
+    for (;;) {
+        for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
+            if (!specx.dying[i]) {
+                specx.dying[i] = pid;
+                dying_start[i] = copy_start;
+                return;
+            }
+        reap_dying(true);
+    }
+}
+
+/* One thread of the program at a time manages the copy: whichever stalls. A thread
+ * that finds another at it goes on with its read unaided, since waiting would only lengthen its
+ * stall. specx.manager holds the manager's tid (0: none), so that an exit or exec from a
+ * signal handler that interrupted the manager does not wait for itself. */
+static bool manage_try(void)
+{
+    pid_t none = 0;
+    return __atomic_compare_exchange_n(&specx.manager, &none, gettid(), false,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* Waits for the manager to finish; false if the manager is this very thread. */
+static bool manage_wait(void)
+{
+    pid_t self = gettid();
+    for (;;) {
+        pid_t none = 0;
+        if (__atomic_compare_exchange_n(&specx.manager, &none, self, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return true;
+        if (none == self)
+            return false;
+        sched_yield();
+    }
+}
+
+static void manage_end(void)
+{
+    __atomic_store_n(&specx.manager, 0, __ATOMIC_RELEASE);
+}
+
+static void stop_copy(void)
+{
+    if (specx.copy > 0)
+        kill_copy();
+    reap_dying(true);
+}
+
+/* An exec from a signal handler that interrupted this thread's own management of the copy
+ * leaves the copy running; it is sandboxed and ends itself once idle (copy_idle.h). */
+void specx_copy_stop(void)
+{
+    if (getpid() != specx.pid || !manage_wait())
+        return;
+    stop_copy();
+    manage_end();
+}
+
+/* Stands aside for the rest of this process image (specx_copy_stand_aside): no copy, and every
+ * wrapper passes straight through, so that the program's seccomp filter or strict mode never
+ * meets a system call of the runtime's. */
+static void stand_aside(void)
+{
+    __atomic_store_n(&specx.role, SPECX_ROLE_OFF, __ATOMIC_SEQ_CST);
+    specx.spec_allowed = false;
+    __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_SECCOMP, __ATOMIC_RELAXED);
+}
+
+/* Before the program's filter goes in, while the calls that stop a copy are still allowed.
+ * A vfork child shares the program's state but is not the program: it leaves it alone (its
+ * exec's new image looks for the filter itself). */
+void specx_copy_stand_aside(void)
+{
+    if (specx.role != SPECX_ROLE_NORMAL || getpid() != specx.pid)
+        return;
+    stand_aside();
+    /* A handler that interrupted this thread's own management of the copy cannot wait for it:
+     * the copy is left to end itself once idle (copy_idle.h), sandboxed. */
+    if (manage_wait()) {
+        stop_copy();
+        manage_end();
+    }
+    specx_calls_drain();
+}
+
+/* Turns speculation off for the rest of this process image, recording why in the slot, and
+ * stops the copy. Called by the manager. */
+static void disable_speculation(enum specx_slot_flag why)
+{
+    specx.spec_allowed = false;
+    __atomic_fetch_or(&specx.slot->flags, why, __ATOMIC_RELAXED);
+    stop_copy();
+}
+
+/* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
+ * the garbage it read in place of data not in memory) is reaped at the next stall. */
+static bool copy_still_running(void)
+{
+    if (specx.copy <= 0)
+        return false;
+    if (!reaped(specx.copy, copy_start, false))
+        return true;
+    specx.copy = 0;
+    return false;
+}
+
+/* A dry copy that predicted the program's stall is on track; it is replaced by a live one
+ * (promoted) once its predictions have earned the process's trust. */
+static bool dry_copy_earned_trust(void)
+{
+    return specx_trust_earned(specx_log_tally(specx.ctl, specx.issued_at_start, true));
+}
+
+/* A copy the program stopped waiting for (READY_TIMEOUT_NS) may still be entering its
+ * sandbox, which takes a file-system round trip or more per open descriptor: 60 ms for GNU
+ * ld's 560 objects on FUSE, longer than the program goes between stalls. Killing and
+ * re-creating it at each stall would only start that over (and cost the program a clone and
+ * the wait each time): it is left to get going. */
+static bool copy_entering(void)
+{
+    return __atomic_load_n(&specx.ctl->ready, __ATOMIC_ACQUIRE) != specx.ctl->generation &&
+           specx_now_ns() - copy_born_ns < ENTRY_LIMIT_NS;
+}
+
+/* A copy that cannot complete its sandbox ends before it runs any program code. */
+static _Noreturn void fail_to_enter(void)
+{
+    specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
+    _exit(127);
+}
+
+/* In the new process: sever it from the program's life (§4.1.1), then seal it in the sandbox
+ * before it runs any program code. Its priority is lowered by the program once it is sealed
+ * (demote_copy): entering the sandbox at SCHED_IDLE took tens of milliseconds on a busy
+ * machine, all of it spent by the program waiting for the copy to be ready. */
+static void become_speculative(pid_t program)
+{
+    specx.role = SPECX_ROLE_SPEC;
+    specx.copy = 0;
+    specx_raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != program)
+        _exit(0);
+    /* Its own process group: terminal and job-control signals aimed at the program's group
+     * must not run the program's handlers a second time in here. */
+    setpgid(0, 0);
+    specx_copy_idle_arm();
+    specx_memory_watch_arm();
+    specx_copy_crash_arm();
+    const struct specx_region keep[] = {
+        { specx.ctl, sizeof *specx.ctl },
+        { specx.slot, SPECX_STATS_PAGE },
+    };
+    /* The left-out regions are filled from the program only once the copy is sealed: the
+     * filter allows userfaultfd (the copy's own memory). */
+    bool copied_shared = false;
+    if (specx_sandbox_snapshot(keep, sizeof keep / sizeof keep[0], &copied_shared) < 0)
+        fail_to_enter();
+    if (copied_shared)
+        __atomic_store_n(&specx.ctl->snapshot_late, 1, __ATOMIC_RELAXED);
+    specx_control_report_snapshot(specx.ctl, specx.ctl->generation);
+    if (specx_sandbox_seal(&specx.ctl->passed) < 0)
+        fail_to_enter();
+    /* Sealed: a signal that came since the clone (one aimed at the program's process group
+     * before setpgid, one sent to every process of the program's name) runs its handler
+     * here only now, where it can change nothing outside the copy. */
+    pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
+    if (specx_lazy_attach(&lazy_set) < 0)
+        fail_to_enter();
+    specx_control_report_ready(specx.ctl, specx.ctl->generation);
+    specx_fault_speculation_begin(program);
+}
+
+/* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
+ * runnable, the disk in the idle I/O class. */
+static void demote_copy(void)
+{
+    struct sched_param idle = { 0 };
+    sched_setscheduler(specx.copy, SCHED_IDLE, &idle);
+    specx_ioprio_set(specx.copy, IOPRIO_CLASS_IDLE, 0);
+}
+
+/* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
+ * never pass through a pthread_create wrapper. /proc/self/task links one directory per thread
+ * besides "." and ".."; stat opens no descriptor. */
+static bool single_threaded(void)
+{
+    struct stat task;
+    return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
+}
+
+/* Clones the program as it is now; with --refork=fast its large anonymous regions are left
+ * out and filled in the copy on demand (lazy_memory.h, §5.1-5.2), but only while the program
+ * has one thread: MADV_DONTFORK is the process's, and another thread's fork in the meantime
+ * would give its child holes where the program has memory. Returns true in the speculative
+ * process. */
+static bool clone_speculative(void)
+{
+    struct specx_control *ctl = specx.ctl;
+    ctl->ready = 0;
+    if (++ctl->generation == SPECX_READY_FAILED || ctl->generation == 0)
+        ctl->generation = 1;
+    specx_log_restart(ctl);
+    specx.issued_at_start = ctl->issued;
+    copy_dry = !specx_trust_live();
+    specx_trust_set_dry(copy_dry);
+    pid_t program = getpid();
+    /* Every signal is blocked from here: in the program while regions are left out of its
+     * forks (a handler that forked meanwhile would give its child holes), in the copy until
+     * it is sealed (become_speculative: until then it shares the program's descriptors,
+     * process group and handlers, and a handler run there could write, signal or read input
+     * as the program). The program's own signals wait the clone's time at most. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &mask_at_clone);
+    lazy_set.n = 0;
+    if (single_threaded()) {
+        if (specx_lazy_wanted())
+            specx_lazy_exclude(&lazy_set);
+    } else {
+        __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_THREADED, __ATOMIC_RELAXED);
+    }
+    /* Raw clone, exit signal 0: no SIGCHLD, invisible to the program's wait(-1), and no
+     * pthread_atfork handlers of the program run for it. Made by a thread of a multi-threaded
+     * program, it copies that thread alone, as fork does. CLONE_FILES: the copy starts with
+     * the program's table instead of a copy of it, and takes one of its own at once holding
+     * none of the program's descriptions (privatize.h). */
+    pid_t thread = (pid_t)specx_raw_syscall(SYS_gettid);
+    long pid = specx_raw_syscall(SYS_clone, (unsigned long)CLONE_FILES, NULL, NULL, NULL, 0UL);
+    if (pid == 0) {
+        if (specx_detach_fds() < 0)
+            fail_to_enter();
+        specx_control_report_detached(ctl, ctl->generation);
+        if (specx_privatize_fds(program, thread) < 0)
+            fail_to_enter();
+        if (specx_lazy_reserve(&lazy_set, program) < 0)
+            _exit(127);
+        return true;
+    }
+    specx_lazy_restore(&lazy_set);
+    pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
+    SPECX_COUNT(refork_fast, lazy_set.n > 0);
+    if (pid < 0)
+        return false;
+    /* Until the copy let go of them it holds the program's descriptions: a close by the
+     * program meanwhile would not end a pipe or connection or release a flock. */
+    specx_control_wait_detached(ctl, ctl->generation, READY_TIMEOUT_NS);
+    specx.copy = (pid_t)pid;
+    copy_thread = specx.manager; /* this thread: only the manager clones */
+    copy_start = specx_copy_start_time(specx.copy);
+    copy_born_ns = specx_now_ns();
+    SPECX_COUNT(spec_created, 1);
+    if (copy_dry)
+        SPECX_COUNT(spec_dry, 1);
+    return false;
+}
+
+/* Whether the data the program stalled on has arrived (mincore: complete pages, not pages
+ * in flight as cachestat counts them): from then on a refork would delay the program. */
+static bool own_read_arrived(const struct specx_stall *stall)
+{
+    uint64_t first = stall->off % SPECX_PAGE_SIZE;
+    uint64_t len = stall->len < ARRIVAL_PAGES * SPECX_PAGE_SIZE - first
+                       ? stall->len
+                       : ARRIVAL_PAGES * SPECX_PAGE_SIZE - first;
+    unsigned char vec[ARRIVAL_PAGES];
+    if (len == 0 || specx_uptodate_pages(stall->fd, stall->off, len, vec) < 0)
+        return false;
+    for (uint64_t i = 0; i < specx_pages_spanned(stall->off, len); i++)
+        if (!(vec[i] & 1))
+            return false;
+    return true;
+}
+
+/* Whether this process's copies take part of their snapshot in the sandbox rather than at
+ * the clone: shared memory that cannot be mapped again privately is copied there (privatize.h),
+ * and what the program writes into it meanwhile tears the copy's view of it. PostgreSQL's
+ * buffer pool is such memory: a backend's copies, made after a wait for readahead while the
+ * backend went on, found buffers the backend had begun reading after the clone and waited for
+ * them (an epoll_wait on a descriptor the sandbox had closed: "epoll_wait() failed", then
+ * abort). Their copies' snapshot is therefore awaited (at most READY_TIMEOUT_NS): the copy
+ * privatizes its shared memory first (sandbox.h) and the program goes on once it has. */
+static bool snapshot_taken_late(void)
+{
+    return __atomic_load_n(&specx.ctl->snapshot_late, __ATOMIC_RELAXED) != 0;
+}
+
+/* Waits for the new process to be sandboxed: until then it takes the program's file offsets as
+ * they are, and it should not find them moved. At a stall the wait is preemptible (§5.1): it
+ * ends when the program's own read has completed, and the copy finishes entering on its own;
+ * but not before the copy has its snapshot, where that is taken in the sandbox
+ * (snapshot_taken_late). */
+static uint32_t wait_ready(const struct specx_stall *stall)
+{
+    if (stall && snapshot_taken_late())
+        specx_control_wait_snapshot(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
+    uint64_t start = specx_now_ns();
+    for (;;) {
+        uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation,
+                                                 stall ? READY_SLICE_NS : READY_TIMEOUT_NS);
+        if (seen == specx.ctl->generation || seen == SPECX_READY_FAILED ||
+            specx_now_ns() - start >= READY_TIMEOUT_NS || !stall || own_read_arrived(stall))
+            return seen;
+    }
+}
+
+/* Returns whether a copy runs (sandboxed by now, or still entering). STALL: the read the
+ * program goes on with (NULL: none, the wait is not preemptible). */
+static bool copy_started(const struct specx_stall *stall)
+{
+    uint32_t seen = wait_ready(stall);
+    if (seen != SPECX_READY_FAILED) {
+        demote_copy();
+        return true;
+    }
+    reaped(specx.copy, copy_start, true);
+    specx.copy = 0;
+    SPECX_COUNT(spec_failed, 1);
+    disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
+    specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
+    return false;
+}
+
+/* Starts the program's own read, so that a clone's cost hides in the disk's time. A read from
+ * the start of a file reaches on to the end of its first chunk, as the copy's prefetch of it
+ * would (prefetch.h): the copy issues that only once it is sandboxed (copy_entering), and a
+ * copy that cannot follow the file (GNU ld's, left without the object's header) never does;
+ * meanwhile the program would stall on the rest of the file read by read. That widened read
+ * is started at every stall at a file's start. Elsewhere a WILLNEED of exactly the read's
+ * range is started only when a copy is about to be made: it takes the place of the kernel's
+ * on-demand readahead for that read, which would have read more around it (the sqlite3 shell
+ * made 9 % more device requests for 11 % fewer bytes when every stall had one). */
+static void start_own_read(const struct specx_stall *stall, const struct stat *st)
+{
+    uint64_t end = specx_prefetch_end(stall->off == 0, stall->off + stall->len,
+                                      (uint64_t)st->st_size);
+    specx_start_read(stall->fd, stall->off, end > stall->off ? end - stall->off : stall->len);
+}
+
+/* Whether this process may create a speculative process now: it is the program itself,
+ * speculation is on, and the sandbox's filter and the control region are ready. The filter is
+ * compiled, and the memory cgroup found, here in the program: never in a fresh clone. */
+static bool may_create_copy(void)
+{
+    if (!specx.spec_allowed || getpid() != specx.pid)
+        return false;
+    if (specx.ctl)
+        return true;
+    if (specx_sandbox_prepare() < 0 || !(specx.ctl = specx_control_create())) {
+        disable_speculation(0);
+        return false;
+    }
+    specx_memory_watch_find_group(&specx.ctl->memory);
+    specx_copy_groups_find(0, &copy_groups);
+    return true;
+}
+
+/* Whether the kernel's view of the program forbids a copy now (copy_hazards.h); its reason is
+ * noted in the slot. A seccomp filter or strict mode found here came in by a system call the
+ * runtime did not see (the program's own syscall instruction): the runtime stands aside at
+ * once and makes no further call, not even to stop its copy, which is sandboxed and ends
+ * itself once idle (copy_idle.h). Looked at only where a copy is about to be cloned: the
+ * files it reads cost tens of microseconds, which the program's own read hides. */
+static bool copy_forbidden(void)
+{
+    enum specx_hazard hazard = specx_copy_hazard(&copy_groups, 0, 0);
+    if (hazard == SPECX_HAZARD_SECCOMP)
+        stand_aside();
+    else if (hazard != SPECX_HAZARD_NONE)
+        __atomic_fetch_or(&specx.slot->flags, hazard == SPECX_HAZARD_OOM_GROUP
+                                                  ? SPECX_SLOT_OOM_GROUP
+                                                  : SPECX_SLOT_PIDS_MAX, __ATOMIC_RELAXED);
+    return hazard != SPECX_HAZARD_NONE;
+}
+
+/* STOPPED: the memory control stopped speculation (copy/memory_watch.h). Then no copy, and
+ * none left. */
+static bool stop_for_memory(bool stopped)
+{
+    if (!stopped)
+        return false;
+    reap_dying(false);
+    if (specx.copy > 0)
+        kill_copy();
+    return true;
+}
+
+bool specx_copy_watch_memory(void)
+{
+    if (!manage_try())
+        return false; /* another thread manages the copy; the interval ends at a later read */
+    bool stopped = stop_for_memory(!specx_memory_watch());
+    manage_end();
+    return stopped;
+}
+
+/* The copy the program had, as its stall at STALL (in file ST) finds it: RUNNING if it has not
+ * ended by itself, ARRIVED if the program only waited for readahead. A wait for readahead is
+ * no sign of divergence: a running copy skips the window in flight (copy_read.c) and predicts
+ * beyond it; a copy made at the last wait may not have reached that far yet. */
+static struct specx_stall_view view_of_copy(const struct specx_stall *stall,
+                                            const struct stat *st, bool running, bool arrived)
+{
+    struct specx_stall_view v = { .running = running, .dry = copy_dry, .arrived = arrived };
+    v.entering = running && copy_entering();
+    if (v.entering)
+        return v; /* left to get going, whatever else holds */
+    v.on_track = specx_log_predicted(specx.ctl, specx.issued_at_start, (uint64_t)st->st_dev,
+                                     (uint64_t)st->st_ino, stall->off, stall->len);
+    v.earned = running && copy_dry && dry_copy_earned_trust();
+    v.other_thread = specx.manager != copy_thread;
+    return v;
+}
+
+/* Creates or synchronizes the copy where the program reads STALL. ARRIVED: its data is in
+ * memory already (the program has just waited for the kernel's readahead, specx_copy_after_wait),
+ * so there is no read of its own to start and nothing to hide the clone behind. */
+static bool copy_at(const struct specx_stall *stall, bool arrived)
+{
+    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
+        return false;
+    struct stat st;
+    if (fstat(stall->fd, &st) < 0)
+        st = (struct stat){ 0 };
+    if (stall->off == 0 && !arrived)
+        start_own_read(stall, &st);
+    reap_dying(false);
+    bool had_child = specx.copy > 0;
+    bool sync = copy_still_running();
+    if (had_child) {
+        struct specx_stall_view copy = view_of_copy(stall, &st, sync, arrived);
+        if (specx_stall_keeps_copy(&copy))
+            return false;
+        judge_copy(copy.on_track);
+    }
+    if (specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
+        if (sync)
+            kill_copy(); /* diverged, none of its predictions read: not worth a new copy */
+        return false;
+    }
+    if (stall->off != 0 && !arrived)
+        start_own_read(stall, &st);
+    if (copy_forbidden()) {
+        if (sync && specx.role == SPECX_ROLE_NORMAL)
+            kill_copy(); /* it was to be replaced: it diverged */
+        return false;
+    }
+    copy_dev = (uint64_t)st.st_dev;
+    copy_ino = (uint64_t)st.st_ino;
+    uint64_t t0 = specx_now_ns();
+    SPECX_COUNT(refork_attempts, 1);
+    if (sync) {
+        SPECX_COUNT(sync_attempts, 1);
+        kill_copy();
+    }
+    /* Preemptible refork (§5.1): with its data in already, the program would only wait for
+     * the clone; it goes on, and the next stall reforks. */
+    if (!arrived && own_read_arrived(stall)) {
+        SPECX_COUNT(refork_ns, specx_now_ns() - t0);
+        return false;
+    }
+    pid_t program = getpid();
+    if (clone_speculative()) {
+        become_speculative(program);
+        return true;
+    }
+    uint64_t t_clone = specx_now_ns();
+    SPECX_COUNT(refork_ns, t_clone - t0);
+    bool started = specx.copy > 0 && copy_started(stall);
+    SPECX_COUNT(refork_completed, started && !copy_entering());
+    SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
+    if (started)
+        specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu%s, ready in %llu us",
+                  specx.pid, copy_dry ? "dry" : "live", specx.copy,
+                  sync ? "synchronized" : "created", stall->fd,
+                  (unsigned long long)stall->off, arrived ? " after a readahead wait" : "",
+                  (unsigned long long)(specx_now_ns() - t_clone) / 1000);
+    if (sync) {
+        SPECX_COUNT(sync_completed, started);
+        SPECX_COUNT(sync_ns, specx_now_ns() - t0);
+    }
+    return false;
+}
+
+/* Runs copy_at as the manager, if no other thread is; the copy itself (true) has no other
+ * thread and leaves the lock as it found it in its own memory. */
+static bool managed_copy_at(const struct specx_stall *stall, bool arrived)
+{
+    if (!manage_try())
+        return false;
+    bool in_copy = copy_at(stall, arrived);
+    manage_end();
+    return in_copy;
+}
+
+bool specx_copy_on_stall(const struct specx_stall *stall)
+{
+    return managed_copy_at(stall, false);
+}
+
+bool specx_copy_after_wait(const struct specx_stall *stall)
+{
+    return managed_copy_at(stall, true);
+}
+
+/* The program has no hook at a page fault (§4.1.2 handles faults in the kernel): a new large
+ * file mapping that is not in memory is where its faults will come from, so a copy is created
+ * there, unless one is running (it makes the same mapping itself and speculates on it,
+ * fault_speculation.h). The program first faults in the mapping's first chunk, as its first touch
+ * would (a header, usually): the copy never waits for a disk read, so without it the copy
+ * would run on zeros where the data decides its path, and end. */
+static bool copy_on_mapping(void *addr, int fd, uint64_t len)
+{
+    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
+        return false;
+    reap_dying(false);
+    if (copy_still_running() || specx_backoff_retired())
+        return false;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return false;
+    specx_raw_madvise(addr, len < SPECX_PREFETCH_CHUNK ? len : SPECX_PREFETCH_CHUNK,
+                      MADV_POPULATE_READ);
+    if (copy_forbidden())
+        return false;
+    copy_dev = (uint64_t)st.st_dev;
+    copy_ino = (uint64_t)st.st_ino;
+    pid_t program = getpid();
+    if (clone_speculative()) {
+        become_speculative(program);
+        return true;
+    }
+    if (specx.copy > 0 && copy_started(NULL))
+        specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
+                  copy_dry ? "dry" : "live", specx.copy, fd);
+    return false;
+}
+
+bool specx_copy_on_mapping(void *addr, int fd, uint64_t len)
+{
+    if (!manage_try())
+        return false;
+    bool in_copy = copy_on_mapping(addr, fd, len);
+    manage_end();
+    return in_copy;
+}

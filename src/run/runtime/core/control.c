@@ -1,0 +1,229 @@
+#include "run/runtime/core/control.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kernel/clock.h"
+#include "run/runtime/policy/horizon.h"
+#include "kernel/raw.h"
+
+/* Parked processes re-check the time bound this often even if nobody wakes them. */
+#define PARK_RECHECK_NS (100ull * 1000000ull)
+
+static void futex_wait(uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+    struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
+    specx_raw_syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0);
+}
+
+static void futex_wake(uint32_t *word)
+{
+    specx_raw_syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+struct specx_control *specx_control_create(void)
+{
+    void *p = specx_raw_mmap(NULL, sizeof(struct specx_control), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void specx_log_prefetch(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
+                        uint64_t len, uint64_t now_ns, bool dry)
+{
+    uint32_t seq = ctl->issued;
+    struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+    *rec = (struct specx_prefetch_record){ seq, dev, ino, off, len, now_ns, 0, dry };
+    __atomic_store_n(&ctl->issued, seq + 1, __ATOMIC_RELEASE);
+}
+
+static bool record_overlaps(const struct specx_prefetch_record *rec, uint64_t dev, uint64_t ino,
+                            uint64_t off, uint64_t len)
+{
+    return rec->dev == dev && rec->ino == ino && rec->off < off + len && off < rec->off + rec->len;
+}
+
+/* Moves the horizon's base up to REACHED, never down: another thread may have moved it
+ * further meanwhile. */
+static void move_passed(struct specx_control *ctl, uint32_t reached)
+{
+    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_RELAXED);
+    while (reached > passed && !__atomic_compare_exchange_n(&ctl->passed, &passed, reached, true,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
+
+unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
+                           uint64_t len)
+{
+    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    uint32_t lowest = issued > SPECX_LOG_WINDOW ? issued - SPECX_LOG_WINDOW : 0;
+    uint32_t reached = 0;
+    unsigned consumed = 0, prefetches = 0;
+    for (uint32_t seq = issued; seq-- > lowest;) {
+        struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        if (rec->seq != seq || __atomic_load_n(&rec->consumed, __ATOMIC_RELAXED) ||
+            !record_overlaps(rec, dev, ino, off, len))
+            continue;
+        /* Threads of the program consume at once: each record is counted by one of them. */
+        if (__atomic_exchange_n(&rec->consumed, 1, __ATOMIC_RELAXED))
+            continue;
+        consumed++;
+        prefetches += !rec->dry;
+        /* The program reached this prefetch: the ones issued before it are behind it too. */
+        if (seq + 1 > reached)
+            reached = seq + 1;
+    }
+    if (consumed) {
+        move_passed(ctl, reached);
+        if (__atomic_load_n(&ctl->parked, __ATOMIC_ACQUIRE))
+            futex_wake(&ctl->passed);
+    }
+    return prefetches;
+}
+
+void specx_log_restart(struct specx_control *ctl)
+{
+    __atomic_store_n(&ctl->passed, __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+}
+
+/* The first of the records [from, issued) still in the ring: only a copy's newest
+ * SPECX_LOG_SIZE records are tallied, the older ones are overwritten. */
+static uint32_t first_live_record(uint32_t from, uint32_t issued)
+{
+    return issued - from > SPECX_LOG_SIZE ? issued - SPECX_LOG_SIZE : from;
+}
+
+struct specx_tally specx_log_tally(const struct specx_control *ctl, uint32_t from,
+                                     bool only_passed)
+{
+    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
+    struct specx_tally t = { 0, 0 };
+    for (uint32_t seq = first_live_record(from, issued); seq != issued; seq++) {
+        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        if (rec->seq != seq)
+            continue;
+        if (__atomic_load_n(&rec->consumed, __ATOMIC_RELAXED))
+            t.hits++;
+        else if (!only_passed || seq < passed)
+            t.misses++;
+    }
+    return t;
+}
+
+bool specx_log_predicted(const struct specx_control *ctl, uint32_t from, uint64_t dev,
+                           uint64_t ino, uint64_t off, uint64_t len)
+{
+    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    for (uint32_t seq = first_live_record(from, issued); seq != issued; seq++) {
+        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        if (rec->seq == seq && rec->consumed && rec->dev == dev && rec->ino == ino &&
+            rec->off < off + len && off < rec->off + rec->len)
+            return true;
+    }
+    return false;
+}
+
+bool specx_log_pending(const struct specx_control *ctl, uint64_t dev, uint64_t ino,
+                         uint64_t off, uint64_t len)
+{
+    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
+    for (uint32_t seq = first_live_record(passed, issued); seq != issued; seq++) {
+        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        if (rec->seq == seq && !__atomic_load_n(&rec->consumed, __ATOMIC_RELAXED) &&
+            rec->dev == dev && rec->ino == ino && rec->off <= off &&
+            off + len <= rec->off + rec->len)
+            return true;
+    }
+    return false;
+}
+
+/* Bytes of the prefetches (not predictions) from log position PASSED on. */
+static uint64_t outstanding_bytes(const struct specx_control *ctl, uint32_t passed)
+{
+    uint64_t bytes = 0;
+    for (uint32_t seq = passed; seq != ctl->issued; seq++) {
+        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
+        bytes += rec->dry ? 0 : rec->len;
+    }
+    return bytes;
+}
+
+void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon, uint64_t next,
+                        uint64_t max_bytes)
+{
+    for (;;) {
+        uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
+        uint32_t outstanding = ctl->issued - passed;
+        uint64_t age = outstanding
+            ? specx_now_ns() - ctl->log[passed % SPECX_LOG_SIZE].time_ns : 0;
+        if (!specx_horizon_should_park(outstanding, age, horizon) &&
+            !specx_horizon_over_bytes(max_bytes ? outstanding_bytes(ctl, passed) : 0, next,
+                                      max_bytes))
+            return;
+        __atomic_store_n(&ctl->parked, 1, __ATOMIC_RELEASE);
+        futex_wait(&ctl->passed, passed, PARK_RECHECK_NS);
+        __atomic_store_n(&ctl->parked, 0, __ATOMIC_RELEASE);
+    }
+}
+
+static void report(uint32_t *word, uint32_t value)
+{
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+    futex_wake(word);
+}
+
+/* Waits until WORD holds GENERATION, or `ready` says the process failed, for at most
+ * TIMEOUT_NS; returns what WORD held last. */
+static uint32_t wait_for(struct specx_control *ctl, uint32_t *word, uint32_t generation,
+                         uint64_t timeout_ns)
+{
+    uint64_t deadline = specx_now_ns() + timeout_ns;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        uint64_t now = specx_now_ns();
+        if (seen == generation || seen == SPECX_READY_FAILED || now >= deadline ||
+            __atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE) == SPECX_READY_FAILED)
+            return seen;
+        futex_wait(word, seen, deadline - now);
+    }
+}
+
+void specx_control_report_detached(struct specx_control *ctl, uint32_t value)
+{
+    report(&ctl->detached, value);
+}
+
+void specx_control_wait_detached(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns)
+{
+    wait_for(ctl, &ctl->detached, generation, timeout_ns);
+}
+
+void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value)
+{
+    report(&ctl->snapshot, value);
+}
+
+void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns)
+{
+    wait_for(ctl, &ctl->snapshot, generation, timeout_ns);
+}
+
+void specx_control_report_ready(struct specx_control *ctl, uint32_t value)
+{
+    report(&ctl->ready, value);
+}
+
+uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
+                                  uint64_t timeout_ns)
+{
+    return wait_for(ctl, &ctl->ready, generation, timeout_ns);
+}

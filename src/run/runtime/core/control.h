@@ -1,0 +1,125 @@
+/* The control region: memory shared between a normal process and its speculative process
+ * (MAP_SHARED|MAP_ANONYMOUS, created before the first clone and kept shared by the sandbox).
+ * It carries the start-up handshake, the prefetch log (what the speculative process
+ * prefetched, so the program can tell a prefetched read from a missed one, §4.1.2 and
+ * Table 2) and the horizon's futex (§4.1.3). */
+#ifndef SPECX_CONTROL_H
+#define SPECX_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernel/cgroup.h"
+#include "run/runtime/policy/memory_control.h"
+#include "run/runtime/policy/trust.h" /* struct specx_tally */
+
+#define SPECX_LOG_SIZE 1024u   /* ring of prefetch records; > SPECX_HORIZON_MAX */
+#define SPECX_LOG_WINDOW 384u  /* how far back the program looks for a matching prefetch */
+
+struct specx_prefetch_record {
+    uint64_t seq; /* position in the log, to tell a live record from a recycled one */
+    uint64_t dev, ino, off, len;
+    uint64_t time_ns;
+    uint32_t consumed; /* the program reached this range (used, or found it evicted) */
+    uint32_t dry;      /* only a prediction, nothing was read (trust.h) */
+};
+
+/* Value of `ready` when the speculative process could not enter its sandbox. */
+#define SPECX_READY_FAILED UINT32_MAX
+
+/* The memory control's state (copy/memory_watch.c), here so that whichever of the program and
+ * its copy reaches the end of an interval first can end it. */
+struct specx_memory_watch {
+    uint32_t lock;       /* held by the process ending an interval */
+    uint32_t disabled;   /* speculation stopped by the control */
+    uint64_t interval_start_ns, interval_end_ns;
+    uint64_t harm_since_ns; /* start of the interval that stopped speculation, until the copy's
+                               memory is given back */
+    /* What the kernel and the statistics slot said when the interval began. */
+    uint64_t refaults, limit_hits, shortage, removed, speculative_pages, copy_private_kb;
+    uint64_t copy_private_kb_now; /* what the copy's private memory grew by since it began,
+                                     as its timer last saw it */
+    struct specx_memctl policy;
+    bool have_group;     /* the program's memory cgroup was found */
+    uint64_t limit;      /* ... and its limit in bytes (0: none) */
+    struct specx_cgroup group; /* the group whose limit bounds the program (memcg.h) */
+};
+
+struct specx_control {
+    uint32_t generation; /* bumped by the program before each clone */
+    uint32_t detached;   /* futex: generation whose speculative process holds none of the
+                            program's descriptors any more (privatize.h) */
+    uint32_t snapshot;   /* futex: generation whose speculative process has its snapshot of
+                            the program's memory (sandbox.h) */
+    uint32_t ready;      /* futex: generation whose speculative process is sandboxed and running */
+    uint32_t passed;     /* futex: log records below this are no longer outstanding */
+    uint32_t parked;     /* the speculative process waits on `passed` */
+    uint32_t issued;     /* records written so far (release-stored after the record) */
+    uint32_t snapshot_late; /* set by a copy that had to copy shared memory: its snapshot was
+                               taken in its sandbox, not at the clone (copy.c) */
+    struct specx_prefetch_record log[SPECX_LOG_SIZE];
+    struct specx_memory_watch memory;
+};
+
+/* The limit of the memory group that bounds the program (copy/memory_watch.h), in bytes: 0 for
+ * none, or without a control region yet. */
+static inline uint64_t specx_control_memory_limit(const struct specx_control *ctl)
+{
+    return ctl ? ctl->memory.limit : 0;
+}
+
+/* Maps a fresh zeroed region (NULL on failure). */
+struct specx_control *specx_control_create(void);
+
+/* Speculative side: appends a prefetch record (dry: a prediction only, trust.h). */
+void specx_log_prefetch(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
+                        uint64_t len, uint64_t now_ns, bool dry);
+
+/* Program side: marks records overlapping [off, off+len) of (dev, ino) as consumed, moves the
+ * horizon past them and wakes a parked speculative process. Returns how many prefetches (not
+ * dry records) were newly consumed. */
+unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
+                           uint64_t len);
+
+/* Program side, at each new speculative process: nothing it inherits is outstanding. */
+void specx_log_restart(struct specx_control *ctl);
+
+/* Speculative side: blocks while the horizon forbids another prefetch of NEXT bytes: more
+ * than HORIZON outstanding, the oldest too old, or more than MAX_BYTES outstanding (0: no
+ * byte bound). */
+void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon, uint64_t next,
+                        uint64_t max_bytes);
+
+/* Program side: the tally of the records [from, ctl->issued). With only_passed, records the
+ * program has not reached yet are not counted as misses (the copy is still running). */
+struct specx_tally specx_log_tally(const struct specx_control *ctl, uint32_t from,
+                                     bool only_passed);
+
+/* Program side: did the copy whose records start at `from` predict this read of (dev, ino)?
+ * Called after the read was matched against the log (readpath.c consumes the records). */
+bool specx_log_predicted(const struct specx_control *ctl, uint32_t from, uint64_t dev,
+                           uint64_t ino, uint64_t off, uint64_t len);
+
+/* Speculative side: is [off, off+len) of (dev, ino) inside a prediction this copy logged
+ * that the program has not reached yet? A live copy that reads again what it prefetched finds
+ * it in flight and issues nothing; a dry copy must log nothing either, or a copy stuck
+ * re-reading one block (it got no data, so its next offset is stale) would count as many
+ * predictions read when the program reads that block once. */
+bool specx_log_pending(const struct specx_control *ctl, uint64_t dev, uint64_t ino,
+                         uint64_t off, uint64_t len);
+
+/* Start-up handshake: the speculative process reports (futex wake), the program waits at
+ * most timeout_ns. Returns the value of `ready` seen last. That it let go of the program's
+ * descriptors, then its snapshot, are reported the same way, before `ready`; a wait for them
+ * ends too when `ready` says the process failed. */
+void specx_control_report_detached(struct specx_control *ctl, uint32_t value);
+void specx_control_wait_detached(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns);
+void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value);
+void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
+                                 uint64_t timeout_ns);
+void specx_control_report_ready(struct specx_control *ctl, uint32_t value);
+uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
+                                  uint64_t timeout_ns);
+
+#endif

@@ -1,0 +1,61 @@
+/* Per-process state of the preload runtime libspecx.so. One instance per process image:
+ * the constructor fills it, the fork handler resets it, and the speculative process inherits
+ * a copy that it marks as speculative. */
+#ifndef SPECX_RUNTIME_H
+#define SPECX_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kernel/clock.h"
+#include "common/stats_layout.h"
+
+enum specx_role {
+    SPECX_ROLE_OFF,    /* before the constructor ran, or standing aside (copy.h): every wrapper
+                        * passes straight through */
+    SPECX_ROLE_NORMAL, /* the program itself */
+    SPECX_ROLE_SPEC,   /* its sandboxed speculative copy (Fraser & Chang 2003, §4.1) */
+};
+
+struct specx_control;
+
+struct specx_state {
+    enum specx_role role;
+    bool spec_allowed;   /* may this process speculate (not disabled, sandbox ready, ...) */
+    bool verbose;
+    bool memory_control; /* the §6.1 control may stop speculation (copy/memory_watch.h) */
+    pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
+    pid_t copy;          /* its speculative process (its copy), 0 if none */
+    pid_t manager;       /* the thread managing the copy now (copy/copy.c), 0 if none */
+    pid_t dying[8];      /* killed speculative processes not reaped yet (0: free) */
+    uint32_t issued_at_start; /* prefetch log position when the current child started */
+    unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */
+    struct specx_stats_slot *slot;
+    struct specx_control *ctl; /* shared with the speculative process; NULL until needed */
+    uint64_t copy_activity; /* in the copy: times it reached I/O (copy/copy_idle.h) */
+};
+
+extern struct specx_state specx;
+
+/* Relaxed atomic add to a counter of this process's statistics slot. */
+#define SPECX_COUNT(field, value) \
+    __atomic_fetch_add(&specx.slot->field, (uint64_t)(value), __ATOMIC_RELAXED)
+
+/* One line on stderr prefixed "specx: ", only with --verbose (SPECX_VERBOSE=1). */
+void specx_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Code of the program's threads that makes the runtime's own system calls runs between
+ * specx_calls_begin, which says whether it may (the role is still SPECX_ROLE_NORMAL), and
+ * specx_calls_end. specx_calls_drain, after the role was set to SPECX_ROLE_OFF, waits until
+ * no other thread is in such code: a seccomp filter the program is about to install must
+ * not meet a call of the runtime's (copy.h, specx_copy_stand_aside). */
+bool specx_calls_begin(void);
+void specx_calls_end(void);
+void specx_calls_drain(void);
+
+/* Resets the per-process state (slot, no speculative process, no history): at start and in a
+ * forked child. */
+void specx_start_process(void);
+
+#endif
