@@ -115,10 +115,11 @@ static void keep(struct history_keeper *k)
     struct pollfd pfd = { .fd = k->pidfd, .events = POLLIN };
     bool ended = false;
     while (!ended) {
+        /* Ahead first: the program starts as the keeper does. */
+        if (k->mode != HISTORY_RECORD)
+            history_plan_advance(k->plan, k->trace);
         ended = poll(&pfd, 1, TICK_MS) > 0;
         history_plan_follow(k->plan, k->trace, ended);
-        if (k->mode != HISTORY_RECORD && !ended)
-            history_plan_advance(k->plan, k->trace);
     }
     history_plan_finish(k->plan, k->trace);
     if (k->mode != HISTORY_REPLAY) {

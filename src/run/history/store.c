@@ -58,6 +58,10 @@ int history_store_open(struct history_store *s, bool make, char *err, size_t err
         return specx_format_error(err, errsize, "no private place for the history (neither "
                                   "XDG_CACHE_HOME nor HOME is an absolute path)");
     }
+    /* XDG_CACHE_HOME need not exist yet (the base directory specification has it made
+     * where it is missing); what is found there is checked as any other part. */
+    if (make)
+        mkdir(base, 0700);
     s->fd = specx_private_dir_open(base, below, make, "the history", s->path, sizeof s->path,
                                    err, errsize);
     return s->fd < 0 ? -1 : 0;
