@@ -136,6 +136,25 @@ def test_output_and_files_are_the_same_with_and_without_history(home):
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in paths] == before
 
 
+def test_a_wrong_history_is_stopped_by_the_control(home):
+    """The same program with other arguments lends its start-up reads; where the program
+    reads none of them, the control counts them unused and stops the replay (no timing: the
+    program only waits long enough for the keeper to have judged an interval)."""
+    top, specx = home
+    paths = user_files(top, n=24, size=100_000)
+    lent, own = paths[:-1], paths[-1:]
+    proc = specx("run", "--history=record", "--json", "-", "--", "python3", "-c", READ_ALL,
+                 top / "out", *lent)
+    assert history_json(proc.stdout[proc.stdout.index("{\n"):])["saved"]
+    evict(*paths)
+    later = "import time\ntime.sleep(4)\n" + READ_ALL
+    proc = specx("run", "--json", "-", "--", "python3", "-c", later, top / "out", *own)
+    assert proc.returncode == 0, proc.stderr
+    got = history_json(proc.stdout[proc.stdout.index("{\n"):])
+    assert got["replayed"] and got["near"] and got["stopped"], got
+    assert got["unused_bytes"] > 0 and got["used_bytes"] == 0, got
+
+
 def test_a_changed_file_is_stale_and_not_brought_in(home):
     top, specx = home
     paths = user_files(top, n=1)

@@ -19,9 +19,12 @@
  * read, or what it first read this long after the point in time it has reached. */
 #define AHEAD_ENTRIES 256u
 #define AHEAD_NS (500ull * 1000000ull)
-/* A range this many places behind the program's progress that it has not read counts as
- * unused for the control (it may still read it later: then it counts as used too). */
+/* A range brought in counts as unused for the control once the program has gone this many
+ * ranges past it without reading it, or, while the program reads none of the history (a
+ * wrong one: another command's, other inputs), once it has waited this long. It may still
+ * be read later, and then counts as used too. */
 #define PASSED_BEHIND 64u
+#define ASTRAY_NS (2000ull * 1000000ull)
 /* Prefetches are issued in pieces of at most this (one call reads at most read_ahead_kb and
  * drops the rest; docs/design/read-path.md). */
 #define CHUNK (128u * 1024u)
@@ -37,6 +40,7 @@ enum state { PENDING, CACHED, PREFETCHED, SKIPPED };
 struct plan_entry {
     uint8_t state;
     bool read, passed;
+    uint64_t brought_ns; /* when it was brought in */
 };
 
 struct plan_file {
@@ -55,6 +59,7 @@ struct history_plan {
     uint32_t table_size;
     uint32_t next, progress, pass_cursor;
     uint64_t progress_t_ns;    /* the history's time at the program's progress */
+    uint64_t last_read_ns;     /* when the program last read a range of the history */
     uint64_t outstanding, budget;
     uint32_t consumed;
     uint64_t *matched_len;     /* per trace record: how much of it was matched */
@@ -160,6 +165,7 @@ struct history_plan *history_plan_new(const struct history *old, bool near,
         return NULL;
     }
     p->budget = group_budget();
+    p->last_read_ns = specx_now_ns();
     specx_memctl_init(&p->ctl);
     counts->replayed = p->n > 0;
     counts->entries = p->n;
@@ -195,6 +201,7 @@ static void read_entry(struct history_plan *p, uint32_t i, bool waited)
     if (e->read)
         return;
     e->read = true;
+    p->last_read_ns = specx_now_ns();
     const struct history_entry *he = &p->h->entries[i];
     if (i > p->progress || p->progress_t_ns == 0) {
         p->progress = i > p->progress ? i : p->progress;
@@ -253,11 +260,19 @@ static void match_growth(struct history_plan *p, struct specx_trace_header *t, u
     }
 }
 
-/* Ranges brought in that the program has gone well past without reading. */
+/* Ranges brought in that the program has gone well past without reading, or waited for too
+ * long while it read nothing of the history. Ranges are brought in in order, so the first
+ * that is neither ends the search. */
 static void count_passed(struct history_plan *p)
 {
-    for (; p->pass_cursor + PASSED_BEHIND < p->progress; p->pass_cursor++) {
+    uint64_t now = specx_now_ns();
+    bool astray = now - p->last_read_ns > ASTRAY_NS;
+    for (; p->pass_cursor < p->next; p->pass_cursor++) {
         struct plan_entry *e = &p->e[p->pass_cursor];
+        bool behind = p->pass_cursor + PASSED_BEHIND < p->progress;
+        bool waited = e->state == PREFETCHED && now - e->brought_ns > ASTRAY_NS;
+        if (!behind && !(astray && waited) && e->state == PREFETCHED && !e->read)
+            break;
         if (e->state != PREFETCHED || e->read || e->passed)
             continue;
         e->passed = true;
@@ -370,6 +385,7 @@ static void bring_in(struct history_plan *p, uint32_t i)
         specx_raw_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
     }
     e->state = PREFETCHED;
+    e->brought_ns = specx_now_ns();
     p->c->prefetched_bytes += he->len;
     p->outstanding += he->len;
 }
