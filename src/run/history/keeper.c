@@ -118,7 +118,7 @@ static void keep(struct history_keeper *k)
         /* Ahead first: the program starts as the keeper does. */
         if (k->mode != HISTORY_RECORD)
             history_plan_advance(k->plan, k->trace);
-        ended = poll(&pfd, 1, TICK_MS) > 0;
+        ended = poll(&pfd, 1, history_plan_active(k->plan) ? TICK_MS : -1) > 0;
         history_plan_follow(k->plan, k->trace, ended);
     }
     history_plan_finish(k->plan, k->trace);

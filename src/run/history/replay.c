@@ -193,6 +193,17 @@ bool history_plan_has_work(const struct history_plan *p)
     return p && p->n > 0;
 }
 
+/* Done: every range brought in, found in memory, skipped, read, or judged unused; or stopped. */
+static bool done(const struct history_plan *p)
+{
+    return p->c->stopped || (p->next == p->n && p->pass_cursor == p->n);
+}
+
+bool history_plan_active(const struct history_plan *p)
+{
+    return history_plan_has_work(p) && !done(p);
+}
+
 /* ---- following the program ---- */
 
 static void read_entry(struct history_plan *p, uint32_t i, bool waited)
@@ -399,10 +410,10 @@ static bool due(const struct history_plan *p, uint32_t i, uint64_t elapsed)
 
 void history_plan_advance(struct history_plan *p, struct specx_trace_header *t)
 {
-    if (!p || p->c->stopped)
+    if (!p)
         return;
     uint64_t elapsed = specx_now_ns() - t->start_ns, issued = 0;
-    for (; p->next < p->n && issued < ISSUE_PER_TICK; p->next++) {
+    for (; !p->c->stopped && p->next < p->n && issued < ISSUE_PER_TICK; p->next++) {
         uint32_t i = p->next;
         const struct history_entry *he = &p->h->entries[i];
         if (p->e[i].read || p->f[he->file].stale) {
@@ -415,9 +426,9 @@ void history_plan_advance(struct history_plan *p, struct specx_trace_header *t)
         if (p->e[i].state == PREFETCHED)
             issued += he->len;
     }
-    /* Everything the history lists was found in memory: the program's reads need no
-     * watching, and go back to the runtime's cheapest path. */
-    if (p->next == p->n && p->c->prefetched_bytes == 0)
+    /* Once the replay is done (or everything it lists was in memory) the program's reads go
+     * back to the runtime's cheapest path: what they would tell is settled. */
+    if (done(p) || (p->next == p->n && p->c->prefetched_bytes == 0))
         __atomic_store_n(&t->watching, 0, __ATOMIC_RELAXED);
 }
 

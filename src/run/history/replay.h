@@ -20,6 +20,9 @@ struct history_plan *history_plan_new(const struct history *old, bool near,
                                       struct history_counts *counts);
 void history_plan_free(struct history_plan *p);
 bool history_plan_has_work(const struct history_plan *p);
+/* Whether the replay still has ranges to bring in or to judge (while it has, the keeper
+ * looks at the trace every few milliseconds; after, only at the command's end). */
+bool history_plan_active(const struct history_plan *p);
 
 /* Matches the program's reads noted since the last call; FINAL: the command has ended (take
  * every record that is complete). Ends the control's intervals as they fall due. */
