@@ -28,7 +28,7 @@
 bool history_mode_parse(const char *name, enum history_mode *mode)
 {
     static const char *const names[] = { "off", "record", "replay", "auto" };
-    for (int i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(name, names[i]) == 0) {
             *mode = (enum history_mode)i;
             return true;
@@ -42,7 +42,7 @@ static void load_old(struct history_keeper *k, const struct command_key *key)
     char name[64], err[PATH_MAX + 128];
     history_name(key->program, key->key, name, sizeof name);
     int found = history_load(&k->store, name, &k->old, err, sizeof err);
-    if (found == 1 && k->mode != HISTORY_RECORD) {
+    if (found == 1) {
         found = history_load_latest_of(&k->store, key->program, key->key, &k->old, err,
                                        sizeof err);
         k->counts.near = found == 0;
@@ -58,11 +58,18 @@ static void load_old(struct history_keeper *k, const struct command_key *key)
 static bool make_trace(struct history_keeper *k)
 {
     k->trace_fd = memfd_create("specx-history", MFD_CLOEXEC);
-    if (k->trace_fd < 0 || ftruncate(k->trace_fd, (off_t)SPECX_TRACE_SIZE) < 0)
+    void *p = k->trace_fd >= 0 && ftruncate(k->trace_fd, (off_t)SPECX_TRACE_SIZE) == 0
+                  ? mmap(NULL, SPECX_TRACE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                         k->trace_fd, 0)
+                  : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        int e = errno;
+        if (k->trace_fd >= 0)
+            close(k->trace_fd);
+        k->trace_fd = -1;
+        errno = e;
         return false;
-    void *p = mmap(NULL, SPECX_TRACE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, k->trace_fd, 0);
-    if (p == MAP_FAILED)
-        return false;
+    }
     k->trace = p;
     k->trace->magic = SPECX_TRACE_MAGIC;
     k->trace->start_ns = specx_now_ns();
@@ -75,8 +82,8 @@ bool history_keeper_prepare(struct history_keeper *k, enum history_mode mode,
     *k = (struct history_keeper){ .mode = mode, .trace_fd = -1, .pidfd = -1, .argv = argv };
     struct command_key key;
     char err[PATH_MAX + 128];
-    if (mode == HISTORY_OFF || !getcwd(k->argv_cwd, sizeof k->argv_cwd) ||
-        command_key_of(argv, k->argv_cwd, &key) < 0)
+    if (mode == HISTORY_OFF || !getcwd(k->cwd, sizeof k->cwd) ||
+        command_key_of(argv, k->cwd, &key) < 0)
         return false;
     if (history_store_open(&k->store, mode != HISTORY_REPLAY, err, sizeof err) < 0) {
         if (errno != ENOENT || mode != HISTORY_REPLAY)
@@ -127,7 +134,7 @@ static void keep(struct history_keeper *k)
                                          .key = k->key,
                                          .old = k->counts.near ? NULL : &k->old,
                                          .plan = k->plan, .trace = k->trace,
-                                         .argv = k->argv, .cwd = k->argv_cwd,
+                                         .argv = k->argv, .cwd = k->cwd,
                                          .run_ns = specx_now_ns() - k->trace->start_ns };
         history_record(&rec, &k->counts);
     } else if (k->counts.replayed && !k->counts.near) {

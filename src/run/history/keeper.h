@@ -34,7 +34,7 @@ struct history_keeper {
     int pidfd;                   /* the command, once started */
     pthread_t thread;
     bool threaded;
-    char argv_cwd[PATH_MAX];
+    char cwd[PATH_MAX];          /* the command's working directory */
     char *const *argv;
     struct history_counts counts;
 };

@@ -281,12 +281,12 @@ void history_record(const struct history_recording *rec, struct history_counts *
     if (rec->old)
         add_old(b, rec->old, rec->plan);
     bool built = assemble(b, rec, &h);
-    if (built && h.nentries > 0 && history_save(rec->store, &h) == 0) {
+    int64_t size = built && h.nentries > 0 ? history_save(rec->store, &h) : -1;
+    if (size >= 0) {
         c->saved = true;
         c->recorded_entries = h.nentries;
         c->recorded_bytes = h.bytes;
-        c->recorded_size = sizeof(struct history_file) * h.nfiles +
-                           sizeof(struct history_entry) * h.nentries + h.strings_size;
+        c->recorded_size = (uint64_t)size;
     } else if (built && h.nentries == 0 && rec->old && rec->old->nentries) {
         char name[64];
         history_name(rec->program, rec->key, name, sizeof name);

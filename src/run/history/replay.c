@@ -97,12 +97,11 @@ static int lookup(const struct history_plan *p, uint64_t dev, uint64_t ino)
     }
 }
 
-static const struct history *sort_history;
-
-static int by_file_then_offset(const void *a, const void *b)
+static int by_file_then_offset(const void *a, const void *b, void *history)
 {
-    const struct history_entry *x = &sort_history->entries[*(const uint32_t *)a];
-    const struct history_entry *y = &sort_history->entries[*(const uint32_t *)b];
+    const struct history *h = history;
+    const struct history_entry *x = &h->entries[*(const uint32_t *)a];
+    const struct history_entry *y = &h->entries[*(const uint32_t *)b];
     if (x->file != y->file)
         return x->file < y->file ? -1 : 1;
     return (x->off > y->off) - (x->off < y->off);
@@ -123,8 +122,7 @@ static bool build_index(struct history_plan *p)
         index_file(p, f);
     for (uint32_t i = 0; i < p->n; i++)
         p->by_file[i] = i;
-    sort_history = h;
-    qsort(p->by_file, p->n, sizeof *p->by_file, by_file_then_offset);
+    qsort_r(p->by_file, p->n, sizeof *p->by_file, by_file_then_offset, (void *)h);
     for (uint32_t i = 0, f = 0; f <= h->nfiles; f++) {
         while (i < p->n && h->entries[p->by_file[i]].file < f)
             i++;

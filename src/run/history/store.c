@@ -357,7 +357,7 @@ static void evict(const struct history_store *s)
     free(u.all);
 }
 
-int history_save(const struct history_store *s, const struct history *h)
+int64_t history_save(const struct history_store *s, const struct history *h)
 {
     size_t len;
     char *buf = serialize(h, &len);
@@ -377,7 +377,7 @@ int history_save(const struct history_store *s, const struct history *h)
         return -1;
     }
     evict(s);
-    return 0;
+    return (int64_t)len;
 }
 
 void history_touch(const struct history_store *s, const struct history *h)

@@ -75,8 +75,9 @@ int history_load_latest_of(const struct history_store *s, uint64_t program, uint
 void history_free(struct history *h);
 
 /* Writes H under its name (a new file renamed over the old one, so a reader sees one or the
- * other whole), then evicts the least recently used histories beyond the store's bounds. */
-int history_save(const struct history_store *s, const struct history *h);
+ * other whole), then evicts the least recently used histories beyond the store's bounds.
+ * Its size in bytes, or -1. */
+int64_t history_save(const struct history_store *s, const struct history *h);
 /* Marks a history used now (eviction goes by last use). */
 void history_touch(const struct history_store *s, const struct history *h);
 
