@@ -155,6 +155,21 @@ def test_a_wrong_history_is_stopped_by_the_control(home):
     assert got["unused_bytes"] > 0 and got["used_bytes"] == 0, got
 
 
+def test_what_a_program_maps_is_recorded_too(home):
+    """A mapped file's faults give the runtime no hook: what of the mapping is in memory when
+    the run ends is kept."""
+    top, specx = home
+    (path,) = user_files(top, n=1, size=1 << 20)
+    touch = ("import mmap, sys\nf = open(sys.argv[1], 'rb')\n"
+             "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nprint(m[0] + m[8192])\n")
+    proc = specx("run", "--history=record", "--", "python3", "-c", touch, path)
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(specx("history", "show", "--json", "-", "--", "python3", "-c", touch,
+                             path).stdout)
+    ranges = [r for r in shown["ranges"] if r["path"] == str(path)]
+    assert ranges and ranges[0]["offset"] == 0, shown
+
+
 def test_a_changed_file_is_stale_and_not_brought_in(home):
     top, specx = home
     paths = user_files(top, n=1)

@@ -18,14 +18,19 @@
 #define SPECX_TRACE_PATH_MAX 232u
 
 /* One range of a file the program read, first seen at T_NS after the run started. A read
- * that continues the process's last range of the same file extends it (len grows) instead. */
+ * that continues the process's last range of the same file extends it (len grows) instead.
+ * A mapped range is one the program mapped while it was not all in memory: its faults are
+ * not seen, so what of it was read is told by what of it is in memory when the run ends. */
 struct specx_trace_read {
     uint64_t dev, ino;
     uint64_t off, len;
     uint64_t t_ns;
-    uint32_t miss;  /* some of it was not in memory: the program waited for the disk */
+    uint32_t flags; /* SPECX_TRACE_MISS, SPECX_TRACE_MAPPED */
     uint32_t ready; /* set last: the record is complete */
 };
+
+#define SPECX_TRACE_MISS 1u   /* some of it was not in memory: the program waited for the disk */
+#define SPECX_TRACE_MAPPED 2u /* a file mapping, not a read */
 
 /* A file the program read, once per process that read it: its identity and its path. */
 struct specx_trace_file {

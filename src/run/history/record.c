@@ -2,14 +2,17 @@
 #include "run/history/record.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "kernel/residency.h"
 
 #define TABLE_SIZE 16384u /* above twice the trace's and a history's files together */
 #define NONE UINT32_MAX
 /* The command as the history keeps it (for `specx history show`): longer ones keep none. */
 #define COMMAND_MAX (64u * 1024u)
+#define MAPPED_MAX (256ull * 1024u * 1024u)
 
 struct span {
     uint64_t off, end;
@@ -154,6 +157,35 @@ static void add_trace_files(struct builder *b, const struct specx_trace_header *
     }
 }
 
+/* Of a range the program mapped, the pages in memory now that it has ended: its faults
+ * brought them in (or they were there already, which a mapping made while not all was
+ * cannot tell apart). At most MAPPED_MAX of a mapping is looked at. */
+static void add_mapped(struct builder *b, struct bfile *f, const struct specx_trace_read *r)
+{
+    const struct history_file identity = { .dev = f->dev, .ino = f->ino, .size = f->size,
+                                           .mtime_sec = f->mtime_sec,
+                                           .mtime_nsec = f->mtime_nsec };
+    uint64_t len = r->len < MAPPED_MAX ? r->len : MAPPED_MAX;
+    uint64_t off = r->off & ~(uint64_t)(SPECX_PAGE_SIZE - 1);
+    size_t pages = (size_t)specx_pages_spanned(off, len + (r->off - off));
+    unsigned char *vec = malloc(pages ? pages : 1);
+    int fd = vec ? history_file_open(&identity, f->path) : -1;
+    if (fd >= 0 && specx_uptodate_pages(fd, off, (uint64_t)pages * SPECX_PAGE_SIZE, vec) == 0) {
+        for (size_t i = 0; i < pages;) {
+            size_t j = i;
+            while (j < pages && (vec[j] & 1))
+                j++;
+            if (j > i)
+                add_range(b, f, off + i * (uint64_t)SPECX_PAGE_SIZE,
+                          off + j * (uint64_t)SPECX_PAGE_SIZE, r->t_ns, 0);
+            i = j + 1;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(vec);
+}
+
 static void add_trace_reads(struct builder *b, const struct specx_trace_header *t)
 {
     const struct specx_trace_read *reads =
@@ -164,7 +196,11 @@ static void add_trace_reads(struct builder *b, const struct specx_trace_header *
         uint32_t *slot;
         struct bfile *f = __atomic_load_n(&r->ready, __ATOMIC_ACQUIRE)
                               ? find(b, r->dev, r->ino, &slot) : NULL;
-        if (f && r->off + r->len > r->off)
+        if (!f || r->off + r->len <= r->off)
+            continue;
+        if (r->flags & SPECX_TRACE_MAPPED)
+            add_mapped(b, f, r);
+        else
             add_range(b, f, r->off, r->off + r->len, r->t_ns, 0);
     }
 }

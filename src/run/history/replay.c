@@ -44,7 +44,7 @@ struct plan_entry {
 };
 
 struct plan_file {
-    bool checked, stale;
+    bool stale;
 };
 
 struct history_plan {
@@ -249,7 +249,7 @@ static void match(struct history_plan *p, const struct specx_trace_read *r, uint
         uint32_t i = p->by_file[k];
         if (p->h->entries[i].off >= end)
             break;
-        read_entry(p, i, __atomic_load_n(&r->miss, __ATOMIC_RELAXED));
+        read_entry(p, i, __atomic_load_n(&r->flags, __ATOMIC_RELAXED) & SPECX_TRACE_MISS);
     }
 }
 
@@ -329,17 +329,8 @@ void history_plan_follow(struct history_plan *p, struct specx_trace_header *t, b
 
 /* ---- bringing ranges in ---- */
 
-static bool same_identity(const struct stat *st, const struct history_file *f)
-{
-    return S_ISREG(st->st_mode) && (uint64_t)st->st_dev == f->dev &&
-           (uint64_t)st->st_ino == f->ino && (uint64_t)st->st_size == f->size &&
-           st->st_mtim.tv_sec == f->mtime_sec && (uint32_t)st->st_mtim.tv_nsec == f->mtime_nsec;
-}
-
-/* File F opened for reading, if it is still what the history saw: the same file, unchanged.
- * Its status is looked at before it is opened, so that nothing but a regular file is ever
- * opened (opening a device or a FIFO can act on it), and after, so that it was not swapped
- * in between. A changed file is stale: none of its ranges is brought in. */
+/* File F opened for reading if it is unchanged (history_file_open); a changed file is
+ * stale: none of its ranges is brought in. */
 static int open_file(struct history_plan *p, uint32_t f)
 {
     if (p->fd >= 0 && p->fd_file == f)
@@ -351,21 +342,12 @@ static int open_file(struct history_plan *p, uint32_t f)
     if (pf->stale)
         return -1;
     const struct history_file *file = &p->h->files[f];
-    const char *path = history_path_of(p->h, file);
-    struct stat st;
-    int fd = -1;
-    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && same_identity(&st, file))
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd >= 0 && (fstat(fd, &st) < 0 || !same_identity(&st, file))) {
-        close(fd);
-        fd = -1;
-    }
+    int fd = history_file_open(file, history_path_of(p->h, file));
     if (fd < 0) {
         pf->stale = true;
         p->c->stale_files++;
         return -1;
     }
-    pf->checked = true;
     p->fd = fd;
     p->fd_file = f;
     return fd;

@@ -408,6 +408,26 @@ int history_remove(const struct history_store *s, const char *name)
     return unlinkat(s->fd, name, 0);
 }
 
+static bool same_identity(const struct stat *st, const struct history_file *f)
+{
+    return S_ISREG(st->st_mode) && (uint64_t)st->st_dev == f->dev &&
+           (uint64_t)st->st_ino == f->ino && (uint64_t)st->st_size == f->size &&
+           st->st_mtim.tv_sec == f->mtime_sec && (uint32_t)st->st_mtim.tv_nsec == f->mtime_nsec;
+}
+
+int history_file_open(const struct history_file *f, const char *path)
+{
+    struct stat st;
+    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !same_identity(&st, f))
+        return -1;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !same_identity(&st, f))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 const char *history_path_of(const struct history *h, const struct history_file *f)
 {
     return h->strings + f->path;

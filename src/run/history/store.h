@@ -87,6 +87,13 @@ void history_each(const struct history_store *s, void (*each)(const char *name, 
 /* Removes history NAME. 0, or -1 with errno. */
 int history_remove(const struct history_store *s, const char *name);
 
+/* File F (at PATH) opened for reading, if it is still what the history saw: a regular file
+ * with the same device, inode, size and modification time. Its status is read before it is
+ * opened, without following a link, so that nothing else is ever opened (opening a device
+ * or a FIFO can act on it), and again after, so that it was not swapped in between. -1 if it
+ * changed (stale) or cannot be opened. */
+int history_file_open(const struct history_file *f, const char *path);
+
 /* The path of file F of H, and argument I. */
 const char *history_path_of(const struct history *h, const struct history_file *f);
 const char *history_cwd(const struct history *h);

@@ -93,25 +93,35 @@ static void note_file(int fd, const struct stat *st)
     __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
 }
 
-static void note_range(const struct stat *st, uint64_t off, uint64_t len, bool miss)
+/* A new record; NULL where the trace is full. */
+static struct specx_trace_read *new_record(const struct stat *st, uint64_t off, uint64_t len,
+                                           uint32_t flags)
 {
-    struct specx_trace_read *l = last;
-    if (l && l->dev == st->st_dev && l->ino == st->st_ino && l->off + l->len == off) {
-        __atomic_store_n(&l->len, l->len + len, __ATOMIC_RELAXED);
-        if (miss)
-            __atomic_store_n(&l->miss, 1, __ATOMIC_RELAXED);
-        return;
-    }
     uint32_t i = __atomic_fetch_add(&trace->reads, 1, __ATOMIC_RELAXED);
     if (i >= SPECX_TRACE_MAX_READS)
-        return;
+        return NULL;
     struct specx_trace_read *r =
         (struct specx_trace_read *)((char *)trace + SPECX_TRACE_READS_AT) + i;
     *r = (struct specx_trace_read){ .dev = st->st_dev, .ino = st->st_ino, .off = off,
-                                    .len = len, .miss = miss,
+                                    .len = len, .flags = flags,
                                     .t_ns = specx_now_ns() - trace->start_ns };
     __atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
-    last = r;
+    return r;
+}
+
+static void note_range(const struct stat *st, uint64_t off, uint64_t len, bool miss)
+{
+    struct specx_trace_read *l = last;
+    if (l && l->dev == st->st_dev && l->ino == st->st_ino && !(l->flags & SPECX_TRACE_MAPPED) &&
+        l->off + l->len == off) {
+        __atomic_store_n(&l->len, l->len + len, __ATOMIC_RELAXED);
+        if (miss)
+            __atomic_fetch_or(&l->flags, SPECX_TRACE_MISS, __ATOMIC_RELAXED);
+        return;
+    }
+    struct specx_trace_read *r = new_record(st, off, len, miss ? SPECX_TRACE_MISS : 0);
+    if (r)
+        last = r;
 }
 
 void specx_history_note(int fd, const struct stat *st, uint64_t off, uint64_t len, bool miss,
@@ -128,4 +138,15 @@ void specx_history_note(int fd, const struct stat *st, uint64_t off, uint64_t le
     if (!noted_before(st))
         note_file(fd, st);
     note_range(st, off, len, miss);
+}
+
+void specx_history_note_mapping(int fd, uint64_t off, uint64_t len, bool cold)
+{
+    struct stat st;
+    if (!trace || (!cold && !specx_history_watching()) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || off >= (uint64_t)st.st_size)
+        return;
+    if (!noted_before(&st))
+        note_file(fd, &st);
+    uint64_t n = (uint64_t)st.st_size - off < len ? (uint64_t)st.st_size - off : len;
+    new_record(&st, off, n, SPECX_TRACE_MAPPED | (cold ? SPECX_TRACE_MISS : 0));
 }

@@ -19,6 +19,10 @@ void specx_history_init(void);
 void specx_history_note(int fd, const struct stat *st, uint64_t off, uint64_t len, bool miss,
                         bool by_copy);
 
+/* The program mapped [OFF, OFF+LEN) of FD; COLD: not all of it was in memory. Noted where it
+ * was cold, or while a replay is under way. */
+void specx_history_note_mapping(int fd, uint64_t off, uint64_t len, bool cold);
+
 /* Whether a replay is under way: reads in memory matter too, so they must stay checked. */
 bool specx_history_watching(void);
 
