@@ -2,6 +2,7 @@
  * one history alone; or by the command itself, after "--" (run in the working directory). */
 #include "run/history/history_cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -49,14 +50,50 @@ static void json_field_u64(FILE *out, const char *name, uint64_t v, bool last)
     fprintf(out, "\"%s\": %" PRIu64 "%s", name, v, last ? "" : ", ");
 }
 
+/* S as the shell would take it back, on one line: bare where it can be, else in single
+ * quotes, or in $'...' where it holds control characters (a script given with -c). */
+static void print_quoted(FILE *out, const char *s)
+{
+    bool plain = *s != '\0', control = false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        plain = plain && (isalnum(*p) || strchr("_./=:,+@%-", *p));
+        control = control || *p < 0x20 || *p == 0x7f;
+    }
+    if (plain) {
+        fputs(s, out);
+    } else if (!control) {
+        fputc('\'', out);
+        for (const char *p = s; *p; p++) {
+            if (*p == '\'')
+                fputs("'\\''", out);
+            else
+                fputc(*p, out);
+        }
+        fputc('\'', out);
+    } else {
+        fputs("$'", out);
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+            if (*p == '\n')
+                fputs("\\n", out);
+            else if (*p < 0x20 || *p == 0x7f)
+                fprintf(out, "\\x%02x", *p);
+            else if (*p == '\'' || *p == '\\')
+                fprintf(out, "\\%c", *p);
+            else
+                fputc(*p, out);
+        }
+        fputc('\'', out);
+    }
+}
+
 static void print_command(FILE *out, const struct history *h)
 {
     fprintf(out, "(cd ");
-    fputs(history_cwd(h), out);
+    print_quoted(out, history_cwd(h));
     fprintf(out, " &&");
     for (uint32_t i = 0; i < h->argc; i++) {
         fputc(' ', out);
-        fputs(history_arg(h, i), out);
+        print_quoted(out, history_arg(h, i));
     }
     fputc(')', out);
 }

@@ -185,6 +185,11 @@ void history_keeper_finish_thread(struct history_keeper *k)
     release(k);
 }
 
+static int ascending(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
 /* In the keeper process: nothing of the terminal's or the command's, and no signal of theirs
  * (a ^C ends the command; its keeper then writes what it saw). */
 static void become_keeper_process(const struct history_keeper *k)
@@ -201,9 +206,15 @@ static void become_keeper_process(const struct history_keeper *k)
         dup2(null, STDERR_FILENO);
         close(null);
     }
-    for (int fd = STDERR_FILENO + 1; fd < 1024; fd++)
-        if (fd != k->trace_fd && fd != k->pidfd && fd != k->store.fd)
-            close(fd);
+    int keep[3] = { k->trace_fd, k->pidfd, k->store.fd };
+    qsort(keep, 3, sizeof keep[0], ascending);
+    unsigned from = STDERR_FILENO + 1;
+    for (int i = 0; i < 3; i++) {
+        if ((unsigned)keep[i] > from)
+            close_range(from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
+    }
+    close_range(from, ~0u, 0);
 }
 
 bool history_keeper_detach(struct history_keeper *k)
