@@ -116,6 +116,35 @@ def test_the_second_run_is_served_by_what_the_first_read(home):
     assert second["served_reads"] + second["late_reads"] > 0, second
 
 
+def test_a_static_program_has_a_history_seen_from_outside(home, unprivileged_build):
+    """A statically linked program (no runtime inside it: the supervisor serves it): its
+    reads that wait are sampled from outside, kept, and brought in on its next run."""
+    top, specx = home
+    treesum = unprivileged_build[0] / "bench" / "programs" / "treesum-static"
+    if not treesum.exists():
+        pytest.skip("treesum-static was not built (no static C library here)")
+    backing = top / "backing"
+    backing.mkdir()
+    for i in range(60):
+        (backing / f"f{i:02d}").write_bytes(os.urandom(30_000))
+        os.chown(backing / f"f{i:02d}", USER, USER)
+    with slowfs_mount(backing, top / "mnt", "--preset", "paper2003") as mnt:
+        paths = sorted(mnt.iterdir())
+        reports, outputs = [], []
+        for _ in range(2):
+            evict(*paths)
+            proc = specx("run", "--json", "-", "--", treesum, mnt)
+            assert proc.returncode == 0, proc.stderr
+            out, _, json_text = proc.stdout.partition("{\n")
+            outputs.append(out)
+            reports.append(json.loads("{\n" + json_text))
+    first, second = (r["history"] for r in reports)
+    assert reports[0]["mechanism"] == "supervisor" and first["outside"]
+    assert first["saved"] and first["recorded_entries"] > 0, first
+    assert second["replayed"] and second["prefetched_bytes"] > 0, second
+    assert outputs[0] == outputs[1]
+
+
 def test_output_and_files_are_the_same_with_and_without_history(home):
     """Differential: plain, history off, recording and replaying give the same output and
     the same files; the replay writes nothing (inputs unchanged, to the nanosecond)."""

@@ -9,7 +9,9 @@
 #ifndef SPECX_HISTORY_TRACE_H
 #define SPECX_HISTORY_TRACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define SPECX_HISTORY_TRACE_ENV "SPECX_HISTORY_TRACE"
 #define SPECX_TRACE_MAGIC 0x3165636172747870ULL /* "pxtrace1" */
@@ -59,6 +61,20 @@ struct specx_trace_header {
     (SPECX_TRACE_FILES_AT + SPECX_TRACE_MAX_FILES * (uint64_t)sizeof(struct specx_trace_file))
 
 _Static_assert(sizeof(struct specx_trace_header) <= SPECX_TRACE_READS_AT, "header fits");
+
+/* The records of trace T. */
+struct specx_trace_read *specx_trace_reads(const struct specx_trace_header *t);
+struct specx_trace_file *specx_trace_files(const struct specx_trace_header *t);
+
+/* Appends R (its ready flag set last, with release order); the record, or NULL where the
+ * trace is full. */
+struct specx_trace_read *specx_trace_add_read(struct specx_trace_header *t,
+                                              const struct specx_trace_read *r);
+
+/* Appends the file that LINK (/proc/self/fd/N, /proc/PID/fd/N) names, of status ST: its
+ * identity and the path it has now. A deleted or unnamed file is left out: no later run can
+ * open it by that name. */
+void specx_trace_add_file(struct specx_trace_header *t, const char *link, const struct stat *st);
 _Static_assert(sizeof(struct specx_trace_file) == 272, "file records keep their size");
 
 #endif

@@ -383,10 +383,12 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
         specx_die(126, "cannot create a pipe: %s", strerror(errno));
-    if (history_keeper_prepare(&keeper, o->history, argv)) {
+    bool keeping = history_keeper_prepare(&keeper, o->history, argv);
+    if (keeping && lib) {
         history_keeper_export(&keeper, getpid());
         history_exported = true;
     }
+    keeper.outside = !lib; /* no runtime in the command to note its reads: sample them */
     uint64_t t0 = specx_now_ns();
     pid_t pid = fork();
     if (pid < 0)
@@ -398,7 +400,7 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     }
     command_pid = pid;
     close(pipefd[1]);
-    if (history_exported)
+    if (keeping)
         history_keeper_start_thread(&keeper, pid);
     let_go_of_inherited(o->json && strcmp(o->json, "-") == 0);
     if (o->speculation)
@@ -515,9 +517,9 @@ int specx_run_main(int argc, char **argv)
     /* Not both: the runtime loaded into a program the supervisor serves would only map its
      * statistics into it, shared memory the supervisor's copies may not have. */
     const char *preload = supervised ? NULL : lib;
-    /* History is noted by the preload runtime; --no-spec is the baseline without prefetching
-     * of any kind, unless history is asked for by name. */
-    if (supervised || (!o.speculation && !o.history_given))
+    /* --no-spec is the baseline without prefetching of any kind, unless history is asked
+     * for by name. */
+    if (!o.speculation && !o.history_given)
         o.history = HISTORY_OFF;
     if (!o.report && !o.json && !supervised)
         return become_command(cmd, &o, preload);

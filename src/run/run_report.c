@@ -257,9 +257,13 @@ static void print_history(FILE *out, const struct history_counts *h)
         fprintf(out, "  %-40s %12.1f  MiB; %.1f MiB in memory already\n",
                 "  brought in ahead of the program", (double)h->prefetched_bytes / 1048576.0,
                 (double)h->cached_bytes / 1048576.0);
-        fprintf(out, "  %-40s %12.1f  MiB; ranges read: %" PRIu64 " in memory, %" PRIu64
-                " still arriving\n", "  read by the program (history served)",
-                (double)h->used_bytes / 1048576.0, h->served_reads, h->late_reads);
+        if (h->outside)
+            fprintf(out, "  %-40s %12.1f  MiB; seen from outside: only reads that waited\n",
+                    "  read by the program (history served)", (double)h->used_bytes / 1048576.0);
+        else
+            fprintf(out, "  %-40s %12.1f  MiB; ranges read: %" PRIu64 " in memory, %" PRIu64
+                    " still arriving\n", "  read by the program (history served)",
+                    (double)h->used_bytes / 1048576.0, h->served_reads, h->late_reads);
         fprintf(out, "  %-40s %12.1f  MiB\n", "  brought in and unused",
                 (double)h->unused_bytes / 1048576.0);
         if (h->stale_files)
@@ -296,6 +300,7 @@ void run_report_table(FILE *out, const struct run_result *r)
     print_outside_view(out, &r->outside);
     if (served_by && strcmp(served_by, "supervisor") == 0) {
         print_supervisor(out, &r->supervisor);
+        print_history(out, &r->history);
         return;
     }
     fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
@@ -454,14 +459,15 @@ static void json_history(FILE *out, const struct history_counts *h)
         fprintf(out, "null");
         return;
     }
-    fprintf(out, "{\"replayed\": %s, \"near\": %s, \"stopped\": %s, \"entries\": %u"
+    fprintf(out, "{\"replayed\": %s, \"near\": %s, \"stopped\": %s, \"outside\": %s"
+            ", \"entries\": %u"
             ", \"files\": %u, \"stale_files\": %u, \"prefetched_bytes\": %" PRIu64
             ", \"cached_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
             ", \"unused_bytes\": %" PRIu64 ", \"served_reads\": %" PRIu64
             ", \"late_reads\": %" PRIu64 ", \"saved\": %s, \"recorded_entries\": %" PRIu64
             ", \"recorded_bytes\": %" PRIu64 ", \"recorded_size\": %" PRIu64 "}",
             h->replayed ? "true" : "false", h->near ? "true" : "false",
-            h->stopped ? "true" : "false", h->entries, h->files, h->stale_files,
+            h->stopped ? "true" : "false", h->outside ? "true" : "false", h->entries, h->files, h->stale_files,
             h->prefetched_bytes, h->cached_bytes, h->used_bytes, h->unused_bytes,
             h->served_reads, h->late_reads, h->saved ? "true" : "false", h->recorded_entries,
             h->recorded_bytes, h->recorded_size);

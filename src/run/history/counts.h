@@ -13,6 +13,7 @@ struct history_counts {
     bool near;          /* ... another command's of the same program: its start-up reads */
     bool stopped;       /* the control stopped the replay: it did not pay */
     bool saved;         /* the history was written anew */
+    bool outside;       /* reads sampled from outside: only those that waited are seen */
     uint32_t entries, files, stale_files;
     uint64_t prefetched_bytes; /* brought in */
     uint64_t cached_bytes;     /* found in memory already: skipped */

@@ -18,6 +18,7 @@
 #include "kernel/clock.h"
 #include "kernel/ioprio.h"
 #include "run/history/command_key.h"
+#include "run/history/outside.h"
 #include "run/history/record.h"
 #include "run/history/replay.h"
 
@@ -121,11 +122,16 @@ static void keep(struct history_keeper *k)
     specx_ioprio_set(0, IOPRIO_CLASS_IDLE, 0);
     struct pollfd pfd = { .fd = k->pidfd, .events = POLLIN };
     bool ended = false;
+    if (k->sampler)
+        history_plan_misses_only(k->plan);
     while (!ended) {
         /* Ahead first: the program starts as the keeper does. */
         if (k->mode != HISTORY_RECORD)
             history_plan_advance(k->plan, k->trace);
-        ended = poll(&pfd, 1, history_plan_active(k->plan) ? TICK_MS : -1) > 0;
+        bool ticking = k->sampler || history_plan_active(k->plan);
+        ended = poll(&pfd, 1, ticking ? TICK_MS : -1) > 0;
+        if (k->sampler && !ended)
+            history_outside_sample(k->sampler, k->trace);
         history_plan_follow(k->plan, k->trace, ended);
     }
     history_plan_finish(k->plan, k->trace);
@@ -144,6 +150,8 @@ static void keep(struct history_keeper *k)
 
 static void release(struct history_keeper *k)
 {
+    free(k->sampler);
+    k->sampler = NULL;
     history_plan_free(k->plan);
     k->plan = NULL;
     history_free(&k->old);
@@ -167,7 +175,12 @@ static void *keeper_thread(void *arg)
 bool history_keeper_start_thread(struct history_keeper *k, pid_t pid)
 {
     k->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (k->pidfd < 0 || pthread_create(&k->thread, NULL, keeper_thread, k) != 0) {
+    if (k->outside && (k->sampler = calloc(1, sizeof *k->sampler))) {
+        k->sampler->pid = pid;
+        k->counts.outside = true;
+    }
+    if (k->pidfd < 0 || (k->outside && !k->sampler) ||
+        pthread_create(&k->thread, NULL, keeper_thread, k) != 0) {
         release(k);
         k->counts.active = false;
         return false;

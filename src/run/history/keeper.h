@@ -22,6 +22,7 @@
 enum history_mode { HISTORY_OFF, HISTORY_RECORD, HISTORY_REPLAY, HISTORY_AUTO };
 
 struct history_plan;
+struct history_outside;
 
 struct history_keeper {
     enum history_mode mode;
@@ -34,6 +35,10 @@ struct history_keeper {
     int pidfd;                   /* the command, once started */
     pthread_t thread;
     bool threaded;
+    /* The runtime is not in the command (the supervisor serves it): its reads are sampled
+     * from outside (outside.h). Set before the keeper starts. */
+    bool outside;
+    struct history_outside *sampler;
     char cwd[PATH_MAX];          /* the command's working directory */
     char *const *argv;
     struct history_counts counts;

@@ -143,8 +143,7 @@ static void add_range(struct builder *b, struct bfile *f, uint64_t off, uint64_t
 /* The files the trace names: untrusted, so only a NUL-ended absolute path counts. */
 static void add_trace_files(struct builder *b, const struct specx_trace_header *t)
 {
-    const struct specx_trace_file *files =
-        (const struct specx_trace_file *)((const char *)t + SPECX_TRACE_FILES_AT);
+    const struct specx_trace_file *files = specx_trace_files(t);
     uint32_t n = __atomic_load_n(&t->files, __ATOMIC_RELAXED);
     for (uint32_t i = 0; i < n && i < SPECX_TRACE_MAX_FILES; i++) {
         const struct specx_trace_file *tf = &files[i];
@@ -188,8 +187,7 @@ static void add_mapped(struct builder *b, struct bfile *f, const struct specx_tr
 
 static void add_trace_reads(struct builder *b, const struct specx_trace_header *t)
 {
-    const struct specx_trace_read *reads =
-        (const struct specx_trace_read *)((const char *)t + SPECX_TRACE_READS_AT);
+    const struct specx_trace_read *reads = specx_trace_reads(t);
     uint32_t n = __atomic_load_n(&t->reads, __ATOMIC_RELAXED);
     for (uint32_t i = 0; i < n && i < SPECX_TRACE_MAX_READS; i++) {
         const struct specx_trace_read *r = &reads[i];

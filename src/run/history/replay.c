@@ -65,6 +65,7 @@ struct history_plan {
     uint64_t *matched_len;     /* per trace record: how much of it was matched */
     struct specx_memctl ctl;
     uint64_t interval_end, used_pages, unused_pages;
+    bool misses_only;          /* only the program's waits are seen (history_plan_misses_only) */
     int fd;
     uint32_t fd_file;
 };
@@ -253,15 +254,10 @@ static void match(struct history_plan *p, const struct specx_trace_read *r, uint
     }
 }
 
-static struct specx_trace_read *records(struct specx_trace_header *t)
-{
-    return (struct specx_trace_read *)((char *)t + SPECX_TRACE_READS_AT);
-}
-
 /* Matches what record I has grown by since it was last matched. */
 static void match_growth(struct history_plan *p, struct specx_trace_header *t, uint32_t i)
 {
-    struct specx_trace_read *r = &records(t)[i];
+    struct specx_trace_read *r = &specx_trace_reads(t)[i];
     uint64_t len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
     if (len > p->matched_len[i]) {
         match(p, r, r->off + p->matched_len[i], r->off + len);
@@ -275,7 +271,7 @@ static void match_growth(struct history_plan *p, struct specx_trace_header *t, u
 static void count_passed(struct history_plan *p)
 {
     uint64_t now = specx_now_ns();
-    bool astray = now - p->last_read_ns > ASTRAY_NS;
+    bool astray = !p->misses_only && now - p->last_read_ns > ASTRAY_NS;
     for (; p->pass_cursor < p->next; p->pass_cursor++) {
         struct plan_entry *e = &p->e[p->pass_cursor];
         bool behind = p->pass_cursor + PASSED_BEHIND < p->progress;
@@ -319,7 +315,7 @@ void history_plan_follow(struct history_plan *p, struct specx_trace_header *t, b
     for (uint32_t i = final ? 0 : from; i < p->consumed; i++)
         match_growth(p, t, i);
     for (; p->consumed < claimed; p->consumed++) {
-        if (!__atomic_load_n(&records(t)[p->consumed].ready, __ATOMIC_ACQUIRE) && !final)
+        if (!__atomic_load_n(&specx_trace_reads(t)[p->consumed].ready, __ATOMIC_ACQUIRE) && !final)
             break;
         match_growth(p, t, p->consumed);
     }
@@ -427,9 +423,15 @@ bool history_plan_read(const struct history_plan *p, uint32_t i)
     return p && i < p->n && p->e[i].read;
 }
 
+void history_plan_misses_only(struct history_plan *p)
+{
+    if (p)
+        p->misses_only = true;
+}
+
 bool history_plan_unread(const struct history_plan *p, uint32_t i)
 {
-    return p && i < p->n && p->e[i].state == PREFETCHED && !p->e[i].read;
+    return p && !p->misses_only && i < p->n && p->e[i].state == PREFETCHED && !p->e[i].read;
 }
 
 bool history_plan_stale(const struct history_plan *p, uint32_t f)

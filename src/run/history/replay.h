@@ -32,6 +32,11 @@ void history_plan_advance(struct history_plan *p, struct specx_trace_header *t);
 /* The command has ended: what was brought in and not read is counted unused. */
 void history_plan_finish(struct history_plan *p, struct specx_trace_header *t);
 
+/* Only the program's waits are seen (outside.h), not the reads the replay served: a range
+ * unread is no sign of a wrong history, so it is neither judged unused while the program
+ * reads none of the history nor aged out of the next one. */
+void history_plan_misses_only(struct history_plan *p);
+
 /* For the new history: whether the program read entry I of the old one in this run; whether
  * the replay brought it in and it went unread; whether file F of it has changed since. */
 bool history_plan_read(const struct history_plan *p, uint32_t i);

@@ -68,45 +68,20 @@ static bool noted_before(const struct stat *st)
     return false;
 }
 
-/* The file's identity and the path it has now (a deleted or unnamed file has none worth
- * keeping: no later run can open it by that name). */
 static void note_file(int fd, const struct stat *st)
 {
-    char link[32], path[SPECX_TRACE_PATH_MAX];
+    char link[32];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0 || (size_t)n >= sizeof path - 1 || path[0] != '/')
-        return;
-    path[n] = '\0';
-    if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
-        return;
-    uint32_t i = __atomic_fetch_add(&trace->files, 1, __ATOMIC_RELAXED);
-    if (i >= SPECX_TRACE_MAX_FILES)
-        return;
-    struct specx_trace_file *f =
-        (struct specx_trace_file *)((char *)trace + SPECX_TRACE_FILES_AT) + i;
-    *f = (struct specx_trace_file){ .dev = st->st_dev, .ino = st->st_ino,
-                                    .size = (uint64_t)st->st_size,
-                                    .mtime_sec = st->st_mtim.tv_sec,
-                                    .mtime_nsec = (uint32_t)st->st_mtim.tv_nsec };
-    memcpy(f->path, path, (size_t)n + 1);
-    __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
+    specx_trace_add_file(trace, link, st);
 }
 
-/* A new record; NULL where the trace is full. */
 static struct specx_trace_read *new_record(const struct stat *st, uint64_t off, uint64_t len,
                                            uint32_t flags)
 {
-    uint32_t i = __atomic_fetch_add(&trace->reads, 1, __ATOMIC_RELAXED);
-    if (i >= SPECX_TRACE_MAX_READS)
-        return NULL;
-    struct specx_trace_read *r =
-        (struct specx_trace_read *)((char *)trace + SPECX_TRACE_READS_AT) + i;
-    *r = (struct specx_trace_read){ .dev = st->st_dev, .ino = st->st_ino, .off = off,
-                                    .len = len, .flags = flags,
-                                    .t_ns = specx_now_ns() - trace->start_ns };
-    __atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
-    return r;
+    const struct specx_trace_read r = { .dev = st->st_dev, .ino = st->st_ino, .off = off,
+                                        .len = len, .flags = flags,
+                                        .t_ns = specx_now_ns() - trace->start_ns };
+    return specx_trace_add_read(trace, &r);
 }
 
 static void note_range(const struct stat *st, uint64_t off, uint64_t len, bool miss)
