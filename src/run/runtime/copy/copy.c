@@ -58,14 +58,12 @@ static sigset_t mask_at_clone;
 static struct specx_copy_groups copy_groups;
 
 /* Judges the copy that just ended or is about to be replaced, by what its predictions were
- * worth to the program (trust.h): a copy none of whose records the program read was useless,
- * whether it prefetched nothing (it died of the data it could not read: SQLite's page check,
- * GNU ld's object headers) or prefetched wrongly (pointer chasing). Its records not reached
- * yet count as misses only if the program stalled somewhere the copy did not predict
- * (on_track false): then it diverged, and they will not be read. */
-static void judge_copy(bool on_track)
+ * worth to the program (trust.h), T being their tally (judged_tally): a copy none of whose
+ * records the program read was useless, whether it prefetched nothing (it died of the data it
+ * could not read: SQLite's page check, GNU ld's object headers) or prefetched wrongly (pointer
+ * chasing). */
+static void judge_copy(struct specx_tally t)
 {
-    struct specx_tally t = specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
     specx_trust_judge(t);
     if (t.hits > 0)
         SPECX_COUNT(spec_judged_useful, 1);
@@ -76,6 +74,14 @@ static void judge_copy(bool on_track)
     }
     specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
               copy_dry ? "dry" : "live", t.hits, t.misses);
+}
+
+/* The tally a judgment of the copy rests on: its records not reached yet count as misses only
+ * if the program stalled somewhere the copy did not predict (ON_TRACK false): then it diverged,
+ * and they will not be read. */
+static struct specx_tally judged_tally(bool on_track)
+{
+    return specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
 }
 
 /* Start times of specx.copy and specx.dying[i] (copy_ref.h): with the pid, what tells the
@@ -115,19 +121,22 @@ static bool memory_bounded(void)
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
  * the server already has dies only when the request completes (the kernel waits it out), and
  * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it.
- * Its memory is given back at once where memory is bounded, or the memory control asks. */
-static void kill_copy(void)
+ * Its memory is given back at once where memory is bounded, or the memory control asks
+ * (STOPPED_FOR_MEMORY: it stopped speculation). */
+static void kill_copy(bool stopped_for_memory)
 {
     pid_t pid = specx.copy;
     specx.copy = 0;
-    if (pid <= 0 || reaped(pid, copy_start, false))
+    if (pid <= 0)
         return;
-    bool stopped_for_memory = specx_memory_stopped();
-    specx_copy_kill(pid, copy_start, memory_bounded() || stopped_for_memory);
-    if (stopped_for_memory)
+    enum specx_copy_end end = specx_copy_end(pid, copy_start,
+                                             memory_bounded() || stopped_for_memory);
+    if (end != SPECX_COPY_GONE && stopped_for_memory)
         specx_memory_given_back();
-    if (reaped(pid, copy_start, false))
+    if (end != SPECX_COPY_DYING) {
+        SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
         return;
+    }
     for (;;) {
         for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
             if (!specx.dying[i]) {
@@ -173,7 +182,7 @@ static void manage_end(void)
 static void stop_copy(void)
 {
     if (specx.copy > 0)
-        kill_copy();
+        kill_copy(specx_memory_stopped());
     reap_dying(true);
 }
 
@@ -345,8 +354,7 @@ static bool clone_speculative(void)
     pthread_sigmask(SIG_SETMASK, &all, &mask_at_clone);
     lazy_set.n = 0;
     if (single_threaded()) {
-        if (specx_lazy_wanted())
-            specx_lazy_exclude(&lazy_set);
+        specx_lazy_exclude(&lazy_set);
     } else {
         __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_THREADED, __ATOMIC_RELAXED);
     }
@@ -367,7 +375,8 @@ static bool clone_speculative(void)
             _exit(127);
         return true;
     }
-    specx_lazy_restore(&lazy_set);
+    if (lazy_set.n > 0)
+        specx_lazy_restore(&lazy_set);
     pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
@@ -503,23 +512,21 @@ static bool copy_forbidden(void)
     return hazard != SPECX_HAZARD_NONE;
 }
 
-/* STOPPED: the memory control stopped speculation (copy/memory_watch.h). Then no copy, and
- * none left. */
-static bool stop_for_memory(bool stopped)
+/* The memory control stopped speculation (copy/memory_watch.h): no copy, and none left. */
+static void stop_for_memory(void)
 {
-    if (!stopped)
-        return false;
     reap_dying(false);
     if (specx.copy > 0)
-        kill_copy();
-    return true;
+        kill_copy(true);
 }
 
 bool specx_copy_watch_memory(void)
 {
     if (!manage_try())
         return false; /* another thread manages the copy; the interval ends at a later read */
-    bool stopped = stop_for_memory(!specx_memory_watch());
+    bool stopped = !specx_memory_watch();
+    if (stopped)
+        stop_for_memory();
     manage_end();
     return stopped;
 }
@@ -542,46 +549,57 @@ static struct specx_stall_view view_of_copy(const struct specx_stall *stall,
     return v;
 }
 
-/* Creates or synchronizes the copy where the program reads STALL. ARRIVED: its data is in
- * memory already (the program has just waited for the kernel's readahead, specx_copy_after_wait),
- * so there is no read of its own to start and nothing to hide the clone behind. */
-static bool copy_at(const struct specx_stall *stall, bool arrived)
+/* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
+ * acting on it needs: the file (ST) and the tally a judgment of the copy would rest on (TALLY).
+ * Looked at in the order the decision needs it, and no further than it needs: nothing once
+ * speculation may not run or the memory control stopped it. Where it may run, a read from a
+ * file's start is started at once, whatever the decision (start_own_read). */
+static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool arrived,
+                                         struct stat *st, struct specx_tally *tally)
 {
-    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
-        return false;
-    struct stat st;
-    if (fstat(stall->fd, &st) < 0)
-        st = (struct stat){ 0 };
+    struct specx_stall_facts f = { .allowed = may_create_copy() };
+    f.memory_stopped = f.allowed && specx_memory_stopped();
+    if (!f.allowed || f.memory_stopped)
+        return f;
+    if (fstat(stall->fd, st) < 0)
+        *st = (struct stat){ 0 };
     if (stall->off == 0 && !arrived)
-        start_own_read(stall, &st);
+        start_own_read(stall, st);
     reap_dying(false);
-    bool had_child = specx.copy > 0;
-    bool sync = copy_still_running();
-    if (had_child) {
-        struct specx_stall_view copy = view_of_copy(stall, &st, sync, arrived);
-        if (specx_stall_keeps_copy(&copy))
-            return false;
-        judge_copy(copy.on_track);
+    f.had_copy = specx.copy > 0;
+    bool running = copy_still_running();
+    struct specx_judgment judged = { copy_dev, copy_ino, false };
+    if (f.had_copy) {
+        f.copy = view_of_copy(stall, st, running, arrived);
+        *tally = judged_tally(f.copy.on_track);
+        judged.useful = tally->hits > 0;
     }
-    if (specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
-        if (sync)
-            kill_copy(); /* diverged, none of its predictions read: not worth a new copy */
-        return false;
-    }
+    f.backing_off = specx_backoff_would_skip((uint64_t)st->st_dev, (uint64_t)st->st_ino,
+                                             f.had_copy ? &judged : NULL);
+    return f;
+}
+
+/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first. ARRIVED: its
+ * data is in memory already (the program has just waited for the kernel's readahead,
+ * specx_copy_after_wait), so there is no read of its own to start and nothing to hide the clone
+ * behind. Returns true in the new copy. */
+static bool clone_at(const struct specx_stall *stall, const struct stat *st, bool arrived,
+                     bool sync)
+{
     if (stall->off != 0 && !arrived)
-        start_own_read(stall, &st);
+        start_own_read(stall, st);
     if (copy_forbidden()) {
         if (sync && specx.role == SPECX_ROLE_NORMAL)
-            kill_copy(); /* it was to be replaced: it diverged */
+            kill_copy(false); /* it was to be replaced: it diverged */
         return false;
     }
-    copy_dev = (uint64_t)st.st_dev;
-    copy_ino = (uint64_t)st.st_ino;
+    copy_dev = (uint64_t)st->st_dev;
+    copy_ino = (uint64_t)st->st_ino;
     uint64_t t0 = specx_now_ns();
     SPECX_COUNT(refork_attempts, 1);
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
-        kill_copy();
+        kill_copy(false);
     }
     /* Preemptible refork (§5.1): with its data in already, the program would only wait for
      * the clone; it goes on, and the next stall reforks. */
@@ -608,6 +626,35 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     if (sync) {
         SPECX_COUNT(sync_completed, started);
         SPECX_COUNT(sync_ns, specx_now_ns() - t0);
+    }
+    return false;
+}
+
+/* A stall at STALL, classified once (policy/stall.h) and acted on. Returns true in a new copy. */
+static bool copy_at(const struct specx_stall *stall, bool arrived)
+{
+    struct stat st;
+    struct specx_tally tally = { 0, 0 };
+    struct specx_stall_facts f = facts_at(stall, arrived, &st, &tally);
+    bool running = specx.copy > 0; /* facts_at cleared it if the copy had ended */
+    switch (specx_stall_decide(&f)) {
+    case SPECX_STALL_IGNORE:
+    case SPECX_STALL_KEEP:
+        return false;
+    case SPECX_STALL_STOP:
+        stop_for_memory();
+        return false;
+    case SPECX_STALL_BACK_OFF:
+        if (f.had_copy)
+            judge_copy(tally);
+        specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino); /* counts the stall */
+        if (running)
+            kill_copy(false); /* diverged, none of its predictions read: not worth a new copy */
+        return false;
+    case SPECX_STALL_COPY:
+        if (f.had_copy)
+            judge_copy(tally);
+        return clone_at(stall, &st, arrived, running);
     }
     return false;
 }
@@ -641,8 +688,12 @@ bool specx_copy_after_wait(const struct specx_stall *stall)
  * would run on zeros where the data decides its path, and end. */
 static bool copy_on_mapping(void *addr, int fd, uint64_t len)
 {
-    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
+    if (!may_create_copy())
         return false;
+    if (specx_memory_stopped()) {
+        stop_for_memory();
+        return false;
+    }
     reap_dying(false);
     if (copy_still_running() || specx_backoff_retired())
         return false;

@@ -82,7 +82,7 @@ bool specx_copy_reap(pid_t pid, uint64_t start, bool wait)
     return ret < 0 || info.si_pid != 0; /* ECHILD: reaped by the program meanwhile */
 }
 
-void specx_copy_kill(pid_t pid, uint64_t start, bool release)
+static void kill_copy(pid_t pid, uint64_t start, bool release)
 {
     int pfd = open_copy(pid, start);
     if (pfd < 0)
@@ -90,4 +90,12 @@ void specx_copy_kill(pid_t pid, uint64_t start, bool release)
     if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) == 0 && release)
         specx_raw_syscall(SYS_process_mrelease, pfd, 0u);
     close(pfd);
+}
+
+enum specx_copy_end specx_copy_end(pid_t pid, uint64_t start, bool release)
+{
+    if (specx_copy_reap(pid, start, false))
+        return SPECX_COPY_GONE;
+    kill_copy(pid, start, release);
+    return specx_copy_reap(pid, start, false) ? SPECX_COPY_KILLED : SPECX_COPY_DYING;
 }

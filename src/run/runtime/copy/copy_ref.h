@@ -20,9 +20,17 @@ uint64_t specx_copy_start_time(pid_t pid);
  * else's, or nobody's). */
 bool specx_copy_reap(pid_t pid, uint64_t start, bool wait);
 
-/* Sends SIGKILL to the copy if it is still there; with release, frees its memory before
- * returning (process_mrelease: the pages the kernel would free in the copy's own exit; on a
- * kernel without it, before 5.15, the copy frees them itself). */
-void specx_copy_kill(pid_t pid, uint64_t start, bool release);
+/* How specx_copy_end found and left the copy. */
+enum specx_copy_end {
+    SPECX_COPY_GONE,   /* it had ended: reaped now, or by the program earlier */
+    SPECX_COPY_KILLED, /* killed, and reaped at once */
+    SPECX_COPY_DYING,  /* killed, not reaped yet (a copy in a FUSE request dies when it ends) */
+};
+
+/* Ends the copy unless it has ended by itself: SIGKILL, without waiting for it to die. With
+ * release, its memory is freed before this returns (process_mrelease: the pages the kernel
+ * would free in the copy's own exit; on a kernel without it, before 5.15, the copy frees them
+ * itself). */
+enum specx_copy_end specx_copy_end(pid_t pid, uint64_t start, bool release);
 
 #endif

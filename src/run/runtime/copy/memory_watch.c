@@ -143,12 +143,6 @@ bool specx_memory_stopped(void)
            __atomic_load_n(&specx.ctl->memory.disabled, __ATOMIC_ACQUIRE);
 }
 
-bool specx_memory_watch_due(uint64_t now_ns)
-{
-    return specx.ctl && specx.memory_control &&
-           now_ns >= __atomic_load_n(&specx.ctl->memory.interval_end_ns, __ATOMIC_RELAXED);
-}
-
 void specx_memory_given_back(void)
 {
     struct specx_memory_watch *w = specx.ctl ? &specx.ctl->memory : NULL;

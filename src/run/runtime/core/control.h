@@ -68,6 +68,14 @@ static inline uint64_t specx_control_memory_limit(const struct specx_control *ct
     return ctl ? ctl->memory.limit : 0;
 }
 
+/* Whether the memory control's current interval is over at NOW_NS (none without a control
+ * region): the program checks after each checked read (one comparison, inline), and only then
+ * asks the copy's life cycle to end it (copy/memory_watch.h). */
+static inline bool specx_control_memory_due(const struct specx_control *ctl, uint64_t now_ns)
+{
+    return ctl && now_ns >= __atomic_load_n(&ctl->memory.interval_end_ns, __ATOMIC_RELAXED);
+}
+
 /* Maps a fresh zeroed region (NULL on failure). */
 struct specx_control *specx_control_create(void);
 
