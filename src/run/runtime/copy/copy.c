@@ -11,13 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/copy_idle.h"
-#include "run/runtime/copy/copy_read.h"
 #include "run/runtime/copy/copy_ref.h"
-#include "run/runtime/copy/copy_timer.h"
-#include "run/runtime/copy/fault_speculation.h"
-#include "run/runtime/copy/lazy_memory.h"
-#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/faults/fault_speculation.h"
+#include "run/runtime/refork/lazy_memory.h"
+#include "run/runtime/running/copy_idle.h"
+#include "run/runtime/running/copy_timer.h"
+#include "run/runtime/running/memory_watch.h"
+#include "run/runtime/running/start_read.h"
 #include "kernel/copy_hazards.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
@@ -105,7 +105,7 @@ static void reap_dying(bool wait)
             specx.dying[i] = 0;
 }
 
-/* Whether the program's memory is bounded (a memory cgroup limit: copy/memory_watch.h).
+/* Whether the program's memory is bounded (a memory cgroup limit: running/memory_watch.h).
  * There a killed copy's memory is given back before the program goes on: a killed process
  * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
  * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
@@ -512,7 +512,7 @@ static bool copy_forbidden(void)
     return hazard != SPECX_HAZARD_NONE;
 }
 
-/* The memory control stopped speculation (copy/memory_watch.h): no copy, and none left. */
+/* The memory control stopped speculation (running/memory_watch.h): no copy, and none left. */
 static void stop_for_memory(void)
 {
     reap_dying(false);

@@ -24,7 +24,7 @@ struct specx_state {
     enum specx_role role;
     bool spec_allowed;   /* may this process speculate (not disabled, sandbox ready, ...) */
     bool verbose;
-    bool memory_control; /* the §6.1 control may stop speculation (copy/memory_watch.h) */
+    bool memory_control; /* the §6.1 control may stop speculation (running/memory_watch.h) */
     pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
     pid_t copy;          /* its speculative process (its copy), 0 if none */
     pid_t manager;       /* the thread managing the copy now (copy/copy.c), 0 if none */
@@ -33,7 +33,7 @@ struct specx_state {
     unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */
     struct specx_stats_slot *slot;
     struct specx_control *ctl; /* shared with the speculative process; NULL until needed */
-    uint64_t copy_activity; /* in the copy: times it reached I/O (copy/copy_idle.h) */
+    uint64_t copy_activity; /* in the copy: times it reached I/O (running/copy_idle.h) */
 };
 
 extern struct specx_state specx;

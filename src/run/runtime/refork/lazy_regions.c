@@ -1,6 +1,6 @@
 /* Fast refork, program side (Fraser & Chang 2003, §5.1): which regions a speculative clone
  * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
-#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/refork/lazy_memory.h"
 
 #include <link.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/maps.h"

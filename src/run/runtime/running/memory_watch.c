@@ -1,10 +1,10 @@
 /* The memory control's mechanism: see memory_watch.h. */
-#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/running/memory_watch.h"
 
 #include <signal.h>
 #include <stdio.h>
 
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/kfile.h"
