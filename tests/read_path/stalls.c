@@ -1,6 +1,6 @@
-/* The program whose blocking reads tests/test_read_path.py traces: three reads of a cold
- * file, each where the one before says, so that a copy (which sees its buffer unchanged where
- * the data was not in memory) predicts none after the first. Usage: stalls FILE. */
+/* The program whose blocking reads tests/test_read_path.py traces: four reads of a cold file,
+ * each where the one before says. A copy sees its buffer unchanged where the data was not in
+ * memory, so it takes offset 0 for the next read: right once, then wrong. Usage: stalls FILE. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@ int main(int argc, char **argv)
     if (fd < 0)
         return 1;
     uint64_t at = 1u << 20;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         uint64_t next = 0;
         if (pread(fd, &next, sizeof next, (off_t)at) != sizeof next)
             return 1;

@@ -27,6 +27,7 @@
 #include "run/runtime/policy/stall.h"
 #include "run/runtime/policy/trust.h"
 #include "kernel/raw.h"
+#include "kernel/process_start.h"
 #include "kernel/residency.h"
 #include "run/runtime/sandbox/sandbox.h"
 
@@ -84,25 +85,13 @@ static struct specx_tally judged_tally(bool on_track)
     return specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
 }
 
-/* Start times of specx.copy and specx.dying[i] (copy_ref.h): with the pid, what tells the
- * copy from a later process given the same pid. */
-static uint64_t copy_start;
-static uint64_t dying_start[sizeof specx.dying / sizeof specx.dying[0]];
+#define DYING (sizeof specx.dying / sizeof specx.dying[0])
 
-static bool reaped(pid_t pid, uint64_t start, bool wait)
+/* Reaps the killed copies that have died by now (with WAIT, all of them, once they die) and,
+ * with COPY, the copy if it has ended by itself (its pid then becomes 0): one call for all. */
+static void reap(bool copy, bool wait)
 {
-    if (!specx_copy_reap(pid, start, wait))
-        return false;
-    SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
-    return true;
-}
-
-/* Reaps killed speculative processes that have died by now; with wait, all of them. */
-static void reap_dying(bool wait)
-{
-    for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
-        if (specx.dying[i] && reaped(specx.dying[i], dying_start[i], wait))
-            specx.dying[i] = 0;
+    SPECX_COUNT(spec_ended, specx_copy_reap(copy ? &specx.copy : NULL, specx.dying, DYING, wait));
 }
 
 /* Whether the program's memory is bounded (a memory cgroup limit: running/memory_watch.h).
@@ -125,12 +114,11 @@ static bool memory_bounded(void)
  * (STOPPED_FOR_MEMORY: it stopped speculation). */
 static void kill_copy(bool stopped_for_memory)
 {
-    pid_t pid = specx.copy;
-    specx.copy = 0;
-    if (pid <= 0)
+    struct specx_copy_ref copy = specx.copy;
+    specx.copy = (struct specx_copy_ref){ 0 };
+    if (copy.pid <= 0)
         return;
-    enum specx_copy_end end = specx_copy_end(pid, copy_start,
-                                             memory_bounded() || stopped_for_memory);
+    enum specx_copy_end end = specx_copy_end(copy, memory_bounded() || stopped_for_memory);
     if (end != SPECX_COPY_GONE && stopped_for_memory)
         specx_memory_given_back();
     if (end != SPECX_COPY_DYING) {
@@ -138,13 +126,12 @@ static void kill_copy(bool stopped_for_memory)
         return;
     }
     for (;;) {
-        for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
-            if (!specx.dying[i]) {
-                specx.dying[i] = pid;
-                dying_start[i] = copy_start;
+        for (size_t i = 0; i < DYING; i++)
+            if (!specx.dying[i].pid) {
+                specx.dying[i] = copy;
                 return;
             }
-        reap_dying(true);
+        reap(false, true);
     }
 }
 
@@ -181,9 +168,9 @@ static void manage_end(void)
 
 static void stop_copy(void)
 {
-    if (specx.copy > 0)
+    if (specx.copy.pid > 0)
         kill_copy(specx_memory_stopped());
-    reap_dying(true);
+    reap(false, true);
 }
 
 /* An exec from a signal handler that interrupted this thread's own management of the copy
@@ -233,15 +220,12 @@ static void disable_speculation(enum specx_slot_flag why)
 }
 
 /* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
- * the garbage it read in place of data not in memory) is reaped at the next stall. */
+ * the garbage it read in place of data not in memory) is reaped at the next stall, with the
+ * killed ones that have died by now; returns whether the copy still runs. */
 static bool copy_still_running(void)
 {
-    if (specx.copy <= 0)
-        return false;
-    if (!reaped(specx.copy, copy_start, false))
-        return true;
-    specx.copy = 0;
-    return false;
+    reap(true, false);
+    return specx.copy.pid > 0;
 }
 
 /* A dry copy that predicted the program's stall is on track; it is replaced by a live one
@@ -276,7 +260,7 @@ static _Noreturn void fail_to_enter(void)
 static void become_speculative(pid_t program)
 {
     specx.role = SPECX_ROLE_SPEC;
-    specx.copy = 0;
+    specx.copy = (struct specx_copy_ref){ 0 };
     specx_raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != program)
         _exit(0);
@@ -315,8 +299,8 @@ static void become_speculative(pid_t program)
 static void demote_copy(void)
 {
     struct sched_param idle = { 0 };
-    sched_setscheduler(specx.copy, SCHED_IDLE, &idle);
-    specx_ioprio_set(specx.copy, IOPRIO_CLASS_IDLE, 0);
+    sched_setscheduler(specx.copy.pid, SCHED_IDLE, &idle);
+    specx_ioprio_set(specx.copy.pid, IOPRIO_CLASS_IDLE, 0);
 }
 
 /* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
@@ -384,9 +368,8 @@ static bool clone_speculative(void)
     /* Until the copy let go of them it holds the program's descriptions: a close by the
      * program meanwhile would not end a pipe or connection or release a flock. */
     specx_control_wait_detached(ctl, ctl->generation, READY_TIMEOUT_NS);
-    specx.copy = (pid_t)pid;
+    specx.copy = (struct specx_copy_ref){ (pid_t)pid, specx_process_start_time((pid_t)pid) };
     copy_thread = specx.manager; /* this thread: only the manager clones */
-    copy_start = specx_copy_start_time(specx.copy);
     copy_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
     if (copy_dry)
@@ -452,8 +435,8 @@ static bool copy_started(const struct specx_stall *stall)
         demote_copy();
         return true;
     }
-    reaped(specx.copy, copy_start, true);
-    specx.copy = 0;
+    SPECX_COUNT(spec_ended, specx_copy_reap(&specx.copy, NULL, 0, true));
+    specx.copy = (struct specx_copy_ref){ 0 };
     SPECX_COUNT(spec_failed, 1);
     disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
     specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
@@ -515,8 +498,8 @@ static bool copy_forbidden(void)
 /* The memory control stopped speculation (running/memory_watch.h): no copy, and none left. */
 static void stop_for_memory(void)
 {
-    reap_dying(false);
-    if (specx.copy > 0)
+    reap(false, false);
+    if (specx.copy.pid > 0)
         kill_copy(true);
 }
 
@@ -565,8 +548,7 @@ static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool a
         *st = (struct stat){ 0 };
     if (stall->off == 0 && !arrived)
         start_own_read(stall, st);
-    reap_dying(false);
-    f.had_copy = specx.copy > 0;
+    f.had_copy = specx.copy.pid > 0;
     bool running = copy_still_running();
     struct specx_judgment judged = { copy_dev, copy_ino, false };
     if (f.had_copy) {
@@ -614,12 +596,12 @@ static bool clone_at(const struct specx_stall *stall, const struct stat *st, boo
     }
     uint64_t t_clone = specx_now_ns();
     SPECX_COUNT(refork_ns, t_clone - t0);
-    bool started = specx.copy > 0 && copy_started(stall);
+    bool started = specx.copy.pid > 0 && copy_started(stall);
     SPECX_COUNT(refork_completed, started && !copy_entering());
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
         specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu%s, ready in %llu us",
-                  specx.pid, copy_dry ? "dry" : "live", specx.copy,
+                  specx.pid, copy_dry ? "dry" : "live", specx.copy.pid,
                   sync ? "synchronized" : "created", stall->fd,
                   (unsigned long long)stall->off, arrived ? " after a readahead wait" : "",
                   (unsigned long long)(specx_now_ns() - t_clone) / 1000);
@@ -636,7 +618,7 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     struct stat st;
     struct specx_tally tally = { 0, 0 };
     struct specx_stall_facts f = facts_at(stall, arrived, &st, &tally);
-    bool running = specx.copy > 0; /* facts_at cleared it if the copy had ended */
+    bool running = specx.copy.pid > 0; /* facts_at forgot it if the copy had ended */
     switch (specx_stall_decide(&f)) {
     case SPECX_STALL_IGNORE:
     case SPECX_STALL_KEEP:
@@ -694,7 +676,6 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
         stop_for_memory();
         return false;
     }
-    reap_dying(false);
     if (copy_still_running() || specx_backoff_retired())
         return false;
     struct stat st;
@@ -711,9 +692,9 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
         become_speculative(program);
         return true;
     }
-    if (specx.copy > 0 && copy_started(NULL))
+    if (specx.copy.pid > 0 && copy_started(NULL))
         specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
-                  copy_dry ? "dry" : "live", specx.copy, fd);
+                  copy_dry ? "dry" : "live", specx.copy.pid, fd);
     return false;
 }
 

@@ -136,7 +136,7 @@ static bool prefetches_outstanding(void)
 static bool timing_only(void)
 {
     return __atomic_load_n(&hits_in_a_row, __ATOMIC_RELAXED) >= HITS_BEFORE_TIMING_ONLY &&
-           specx.copy <= 0 && !prefetches_outstanding();
+           specx.copy.pid <= 0 && !prefetches_outstanding();
 }
 
 static void count_hit_run(bool miss)
