@@ -19,7 +19,7 @@
 
 /* A copy that makes no read for this long while not waiting at its horizon is stuck (a lock
  * another thread held at the clone, a Go runtime waiting for threads it does not have): the
- * runtime's bound (copy/copy_idle.c). */
+ * runtime's bound (running/copy_idle.c). */
 #define STUCK_NS (1000ull * 1000 * 1000)
 /* How long a thread that stalled may take to come back from its read before the chance to
  * clone it there is let go, and how often it is looked at meanwhile. Generous: beside busy
