@@ -4,8 +4,9 @@ Every folder of src/ is a layer. From the top: cli, the dispatcher; the commands
 idle, slowfs and doctor, peers that never use each other; inside run, the launcher above the
 supervisor and the history (peers: the history stands on the runtime's policy layer alone)
 above the preload runtime's layers (entry, the interposed libc names; copy, the copy's life
-cycle; core, per-process state, statistics, the control region; sandbox; policy); kernel;
-common at the bottom.
+cycle and its reads; refork and faults, peers: the fast refork, and speculation on the copy's
+page faults; running, what a running copy is made of; core, per-process state, statistics,
+the control region; sandbox; policy); kernel; common at the bottom.
 
 A unit is a header together with the .c files behind it: its own (x.h and x.c), and any other
 of its folder that defines what it declares (lazy_memory.h fronts lazy_regions.c and
@@ -27,7 +28,8 @@ import pytest
 from conftest import BUILD, REPO
 
 SRC = REPO / "src"
-RUNTIME_LAYERS = ["policy", "sandbox", "core", "copy", "entry"]  # bottom to top
+RUNTIME_LAYERS = ["policy", "sandbox", "core", "running", "refork", "faults", "copy",
+                  "entry"]  # bottom to top (refork and faults are peers)
 # Each layer and the layers right below it; a layer may use those and what they may use.
 LAYERS = {
     "common": [],
@@ -35,7 +37,10 @@ LAYERS = {
     "run/runtime/policy": ["kernel"],
     "run/runtime/sandbox": ["run/runtime/policy"],
     "run/runtime/core": ["run/runtime/sandbox"],
-    "run/runtime/copy": ["run/runtime/core"],
+    "run/runtime/running": ["run/runtime/core"],
+    "run/runtime/refork": ["run/runtime/running"],
+    "run/runtime/faults": ["run/runtime/running"],
+    "run/runtime/copy": ["run/runtime/refork", "run/runtime/faults"],
     "run/runtime/entry": ["run/runtime/copy"],
     "run/supervisor": ["run/runtime/sandbox"],
     "run/history": ["run/runtime/policy"],
@@ -290,9 +295,9 @@ def test_no_cycle_among_units(units, symbols):
 
 def test_a_header_fronting_two_files_is_one_unit(units):
     """The reason units exist: lazy_memory.h is the one header of two .c files."""
-    copy = SRC / "run" / "runtime" / "copy"
-    assert units[copy / "lazy_fill.c"] == units[copy / "lazy_regions.c"] == \
-        units[copy / "lazy_memory.h"]
+    refork = SRC / "run" / "runtime" / "refork"
+    assert units[refork / "lazy_fill.c"] == units[refork / "lazy_regions.c"] == \
+        units[refork / "lazy_memory.h"]
 
 
 # --- the preload runtime ---

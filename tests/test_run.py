@@ -186,7 +186,7 @@ def test_the_supervisor_stands_aside_for_a_tracer(specx, tmp_path, cold_tree):
     # Every stall seen was stood aside for, but one whose thread ended before it was looked
     # at (not_made); a loaded machine may see none.
     assert supervisor["copies"] == 0, supervisor
-    assert supervisor["traced"] + supervisor["not_made"] == supervisor["stalls_unpredicted"]
+    assert supervisor["traced"] + supervisor["not_made"] == supervisor["stalls_unpredicted"], json.dumps(supervisor)
     assert supervisor["traced"] > 0 or supervisor["stalls_unpredicted"] == 0, supervisor
 
 

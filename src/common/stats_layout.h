@@ -78,11 +78,11 @@ enum specx_slot_flag {
 };
 
 /* CPU time (user and system) a copy may spend without reaching I/O before it ends itself
- * (spec_idle_ended; src/run/runtime/copy/copy_idle.h says why). */
+ * (spec_idle_ended; src/run/runtime/running/copy_idle.h says why). */
 #define SPECX_COPY_IDLE_CPU_NS (100ull * 1000000ull)
 
 /* Wall time a copy may wait without reaching I/O, outside its horizon, before it ends itself
- * (spec_stuck_ended; src/run/runtime/copy/copy_idle.h says why). */
+ * (spec_stuck_ended; src/run/runtime/running/copy_idle.h says why). */
 #define SPECX_COPY_STUCK_NS (1000ull * 1000000ull)
 
 /* How many copies in a row must predict no read of the program before a process makes no

@@ -222,7 +222,7 @@ static void check_overlayfs(struct doctor_report *r)
                              : "a kernel with overlayfs (CONFIG_OVERLAY_FS, modprobe overlay)");
 }
 
-/* As a speculative copy opens it (src/runtime/copy/lazy_fill.c): the full kind, else the one
+/* As a speculative copy opens it (src/run/runtime/refork/lazy_fill.c): the full kind, else the one
  * limited to faults in user mode, which vm.unprivileged_userfaultfd=0 still allows. */
 static void check_userfaultfd(struct doctor_report *r)
 {

@@ -37,7 +37,7 @@
 #define PAGE 4096
 #define REGION (STEPS * PAGE)
 /* Private anonymous regions this large are what `specx run --cow=one-way` leaves out of the
- * speculative clone and fills on demand (src/run/runtime/copy/lazy_memory.h: 4 MiB and more). */
+ * speculative clone and fills on demand (src/run/runtime/refork/lazy_memory.h: 4 MiB and more). */
 #define LARGE (8u << 20)
 
 static const char *data_path;

@@ -1,7 +1,7 @@
 /* The kernel layer's pure parsers (src/kernel): which cgroup a process is in, where each
- * hierarchy is mounted, "key value" files, pressure files and whether a process is being killed, on
- * texts as the kernel writes them; and a group's parent, on a tree of directories laid out as
- * cgroupfs lays out its files. */
+ * hierarchy is mounted, "key value" files, pressure files, when a process started and whether
+ * it is being killed, on texts as the kernel writes them; and a group's parent, on a tree of
+ * directories laid out as cgroupfs lays out its files. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "check.h"
 #include "kernel/kfile.h"
 #include "kernel/oom_victim.h"
+#include "kernel/process_start.h"
 #include "kernel/psi.h"
 
 static void test_cgroup_v1_line_wins(void)
@@ -96,6 +97,17 @@ static void test_proc_stat_cpu(void)
     CHECK(!specx_proc_stat_cpu_ticks("no parenthesis", &ticks));
 }
 
+static void test_proc_stat_start_time(void)
+{
+    uint64_t start = 0;
+    /* Field 22, counted from the last ")" of a command that holds a space and a ")". */
+    CHECK(specx_proc_stat_start_time("4242 (a) b) S 1 4242 4242 0 -1 4194560 1200 0 3 0 "
+                                     "250 17 5 3 20 0 1 0 123456 4096 100\n", &start));
+    CHECK(start == 123456);
+    CHECK(!specx_proc_stat_start_time("4242 (sh) S 1 2 3 4 5 6 7 8 9 10 11 12 13", &start));
+    CHECK(!specx_proc_stat_start_time("no parenthesis", &start));
+}
+
 /* The signal lines of a /proc/PID/status. */
 static void status_text(char *buf, size_t size, unsigned long long thread,
                         unsigned long long shared)
@@ -166,6 +178,7 @@ int main(void)
     test_key_value();
     test_psi();
     test_proc_stat_cpu();
+    test_proc_stat_start_time();
     test_proc_status_killed();
     test_cgroup_parent();
     return check_status();

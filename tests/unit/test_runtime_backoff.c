@@ -64,8 +64,27 @@ static void test_a_useful_copy_restarts_the_count(void)
     CHECK(!specx_backoff_retired());
 }
 
+/* would_skip answers what skip will after the judgment, and changes nothing: checked against
+ * the real sequence over a history of files, useful and useless copies, and retirement. */
+static void test_would_skip_foretells_skip_after_a_judgment(void)
+{
+    specx_backoff_reset();
+    for (unsigned step = 0; step < 40; step++) {
+        struct specx_judgment j = { step % 3, step % 3, step < 10 && step % 5 == 0 };
+        uint64_t file = (step * 7) % 4;
+        CHECK(specx_backoff_would_skip(file, file, NULL) ==
+              specx_backoff_would_skip(file, file, NULL)); /* asking twice changes nothing */
+        bool foretold = specx_backoff_would_skip(file, file, &j);
+        specx_backoff_judged(j.dev, j.ino, j.useful);
+        CHECK(specx_backoff_would_skip(file, file, NULL) == foretold);
+        CHECK(specx_backoff_skip(file, file) == foretold);
+    }
+    CHECK(specx_backoff_retired());
+}
+
 int main(void)
 {
+    test_would_skip_foretells_skip_after_a_judgment();
     test_useless_copies_double_the_backoff_up_to_64();
     test_a_file_without_history_follows_the_process();
     test_useless_copies_in_a_row_retire_the_process();

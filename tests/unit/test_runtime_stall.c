@@ -1,11 +1,53 @@
-/* What a stall means for the running copy (src/run/runtime/policy/stall.c): left to go on, or
- * judged and replaced. */
+/* What a stall means for speculation (src/run/runtime/policy/stall.c): nothing, the copy
+ * stopped, kept, ended for a back-off, or judged and replaced. */
 #include "check.h"
 #include "run/runtime/policy/stall.h"
 
+static enum specx_stall_action decide(struct specx_stall_facts f)
+{
+    return specx_stall_decide(&f);
+}
+
+/* A stall where speculation may run, with a copy as V. */
 static bool keeps(struct specx_stall_view v)
 {
-    return specx_stall_keeps_copy(&v);
+    return decide((struct specx_stall_facts){ .allowed = true, .had_copy = true, .copy = v }) ==
+           SPECX_STALL_KEEP;
+}
+
+static void test_nothing_is_done_where_speculation_does_not_run(void)
+{
+    CHECK(decide((struct specx_stall_facts){ .memory_stopped = true, .had_copy = true,
+                                             .copy = { .running = true } }) ==
+          SPECX_STALL_IGNORE);
+    CHECK(decide((struct specx_stall_facts){ 0 }) == SPECX_STALL_IGNORE);
+}
+
+static void test_the_memory_control_stops_any_copy_before_anything_else(void)
+{
+    CHECK(decide((struct specx_stall_facts){ .allowed = true, .memory_stopped = true,
+                                             .had_copy = true,
+                                             .copy = { .running = true, .entering = true } }) ==
+          SPECX_STALL_STOP);
+    CHECK(decide((struct specx_stall_facts){ .allowed = true, .memory_stopped = true }) ==
+          SPECX_STALL_STOP);
+}
+
+static void test_the_first_stall_makes_a_copy_unless_backing_off(void)
+{
+    CHECK(decide((struct specx_stall_facts){ .allowed = true }) == SPECX_STALL_COPY);
+    CHECK(decide((struct specx_stall_facts){ .allowed = true, .backing_off = true }) ==
+          SPECX_STALL_BACK_OFF);
+}
+
+static void test_a_copy_not_kept_is_replaced_or_ended_by_the_back_off(void)
+{
+    struct specx_stall_facts f = { .allowed = true, .had_copy = true, .copy = { .running = true } };
+    CHECK(decide(f) == SPECX_STALL_COPY);
+    f.backing_off = true;
+    CHECK(decide(f) == SPECX_STALL_BACK_OFF);
+    f.copy.entering = true; /* a kept copy is never judged, whatever the back-off */
+    CHECK(decide(f) == SPECX_STALL_KEEP);
 }
 
 static void test_a_copy_that_ended_is_never_kept(void)
@@ -53,6 +95,10 @@ static void test_a_dry_copy_that_earned_trust_is_promoted_wherever_the_stall(voi
 
 int main(void)
 {
+    test_nothing_is_done_where_speculation_does_not_run();
+    test_the_memory_control_stops_any_copy_before_anything_else();
+    test_the_first_stall_makes_a_copy_unless_backing_off();
+    test_a_copy_not_kept_is_replaced_or_ended_by_the_back_off();
     test_a_copy_that_ended_is_never_kept();
     test_a_copy_still_entering_is_left_to_get_going();
     test_a_live_copy_off_track_is_replaced();

@@ -18,7 +18,7 @@ struct serve_counts {
 struct supervisor_counts {
     uint64_t copies;            /* copies made */
     uint64_t live;              /* of which prefetching (the rest only predicted, dry) */
-    uint64_t not_made;          /* stalls at which making one failed */
+    uint64_t not_made;          /* stalls at which making one failed (the thread gone too) */
     uint64_t shared_memory;     /* stalls at which the program mapped shared memory */
     uint64_t traced;            /* stalls at which another tracer held the thread */
     uint64_t seccomp;           /* stalls at which the thread had a seccomp filter or strict mode */

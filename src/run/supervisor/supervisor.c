@@ -19,7 +19,7 @@
 
 /* A copy that makes no read for this long while not waiting at its horizon is stuck (a lock
  * another thread held at the clone, a Go runtime waiting for threads it does not have): the
- * runtime's bound (copy/copy_idle.c). */
+ * runtime's bound (running/copy_idle.c). */
 #define STUCK_NS (1000ull * 1000 * 1000)
 /* How long a thread that stalled may take to come back from its read before the chance to
  * clone it there is let go, and how often it is looked at meanwhile. Generous: beside busy
@@ -131,8 +131,11 @@ static bool copy_forbidden(struct supervisor *s, pid_t tid)
     switch (specx_copy_hazard(&groups, s->pid, tid)) {
     case SPECX_HAZARD_NONE:
         return false;
-    case SPECX_HAZARD_SECCOMP:
-        s->counts.seccomp++;
+    case SPECX_HAZARD_SECCOMP: /* or unreadable: the thread may have ended since its stall */
+        if (specx_seccomp_mode(s->pid, tid) < 0)
+            s->counts.not_made++;
+        else
+            s->counts.seccomp++;
         break;
     case SPECX_HAZARD_OOM_GROUP:
         s->counts.oom_group++;
@@ -170,8 +173,8 @@ static void make_copy(struct supervisor *s, const struct specx_blocked_read *r)
     if (err) {
         if (err == -EPERM)
             s->counts.traced++; /* one that came in meanwhile */
-        else if (err != -ESRCH)
-            s->counts.not_made++;
+        else
+            s->counts.not_made++; /* refused, or the thread ended meanwhile (ESRCH) */
         return;
     }
     /* A filter may have come in since it was looked at; a stopped thread installs none. */

@@ -11,13 +11,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/copy_idle.h"
-#include "run/runtime/copy/copy_read.h"
 #include "run/runtime/copy/copy_ref.h"
-#include "run/runtime/copy/copy_timer.h"
-#include "run/runtime/copy/fault_speculation.h"
-#include "run/runtime/copy/lazy_memory.h"
-#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/faults/fault_speculation.h"
+#include "run/runtime/refork/lazy_memory.h"
+#include "run/runtime/running/copy_idle.h"
+#include "run/runtime/running/copy_timer.h"
+#include "run/runtime/running/memory_watch.h"
+#include "run/runtime/running/start_read.h"
 #include "kernel/copy_hazards.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
@@ -27,6 +27,7 @@
 #include "run/runtime/policy/stall.h"
 #include "run/runtime/policy/trust.h"
 #include "kernel/raw.h"
+#include "kernel/process_start.h"
 #include "kernel/residency.h"
 #include "run/runtime/sandbox/sandbox.h"
 
@@ -58,14 +59,12 @@ static sigset_t mask_at_clone;
 static struct specx_copy_groups copy_groups;
 
 /* Judges the copy that just ended or is about to be replaced, by what its predictions were
- * worth to the program (trust.h): a copy none of whose records the program read was useless,
- * whether it prefetched nothing (it died of the data it could not read: SQLite's page check,
- * GNU ld's object headers) or prefetched wrongly (pointer chasing). Its records not reached
- * yet count as misses only if the program stalled somewhere the copy did not predict
- * (on_track false): then it diverged, and they will not be read. */
-static void judge_copy(bool on_track)
+ * worth to the program (trust.h), T being their tally (judged_tally): a copy none of whose
+ * records the program read was useless, whether it prefetched nothing (it died of the data it
+ * could not read: SQLite's page check, GNU ld's object headers) or prefetched wrongly (pointer
+ * chasing). */
+static void judge_copy(struct specx_tally t)
 {
-    struct specx_tally t = specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
     specx_trust_judge(t);
     if (t.hits > 0)
         SPECX_COUNT(spec_judged_useful, 1);
@@ -78,28 +77,24 @@ static void judge_copy(bool on_track)
               copy_dry ? "dry" : "live", t.hits, t.misses);
 }
 
-/* Start times of specx.copy and specx.dying[i] (copy_ref.h): with the pid, what tells the
- * copy from a later process given the same pid. */
-static uint64_t copy_start;
-static uint64_t dying_start[sizeof specx.dying / sizeof specx.dying[0]];
-
-static bool reaped(pid_t pid, uint64_t start, bool wait)
+/* The tally a judgment of the copy rests on: its records not reached yet count as misses only
+ * if the program stalled somewhere the copy did not predict (ON_TRACK false): then it diverged,
+ * and they will not be read. */
+static struct specx_tally judged_tally(bool on_track)
 {
-    if (!specx_copy_reap(pid, start, wait))
-        return false;
-    SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
-    return true;
+    return specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
 }
 
-/* Reaps killed speculative processes that have died by now; with wait, all of them. */
-static void reap_dying(bool wait)
+#define DYING (sizeof specx.dying / sizeof specx.dying[0])
+
+/* Reaps the killed copies that have died by now (with WAIT, all of them, once they die) and,
+ * with COPY, the copy if it has ended by itself (its pid then becomes 0): one call for all. */
+static void reap(bool copy, bool wait)
 {
-    for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
-        if (specx.dying[i] && reaped(specx.dying[i], dying_start[i], wait))
-            specx.dying[i] = 0;
+    SPECX_COUNT(spec_ended, specx_copy_reap(copy ? &specx.copy : NULL, specx.dying, DYING, wait));
 }
 
-/* Whether the program's memory is bounded (a memory cgroup limit: copy/memory_watch.h).
+/* Whether the program's memory is bounded (a memory cgroup limit: running/memory_watch.h).
  * There a killed copy's memory is given back before the program goes on: a killed process
  * frees it in its own exit, at its own CPU priority, and a copy's is SCHED_IDLE, so beside
  * busy CPUs that takes seconds. Meanwhile the group is still charged for the copy's pages, yet
@@ -115,27 +110,28 @@ static bool memory_bounded(void)
 /* Kills the speculative process without waiting for it to die: one blocked in a FUSE request
  * the server already has dies only when the request completes (the kernel waits it out), and
  * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it.
- * Its memory is given back at once where memory is bounded, or the memory control asks. */
-static void kill_copy(void)
+ * Its memory is given back at once where memory is bounded, or the memory control asks
+ * (STOPPED_FOR_MEMORY: it stopped speculation). */
+static void kill_copy(bool stopped_for_memory)
 {
-    pid_t pid = specx.copy;
-    specx.copy = 0;
-    if (pid <= 0 || reaped(pid, copy_start, false))
+    struct specx_copy_ref copy = specx.copy;
+    specx.copy = (struct specx_copy_ref){ 0 };
+    if (copy.pid <= 0)
         return;
-    bool stopped_for_memory = specx_memory_stopped();
-    specx_copy_kill(pid, copy_start, memory_bounded() || stopped_for_memory);
-    if (stopped_for_memory)
+    enum specx_copy_end end = specx_copy_end(copy, memory_bounded() || stopped_for_memory);
+    if (end != SPECX_COPY_GONE && stopped_for_memory)
         specx_memory_given_back();
-    if (reaped(pid, copy_start, false))
+    if (end != SPECX_COPY_DYING) {
+        SPECX_COUNT(spec_ended, 1); /* reaped, or reaped already by the program */
         return;
+    }
     for (;;) {
-        for (size_t i = 0; i < sizeof specx.dying / sizeof specx.dying[0]; i++)
-            if (!specx.dying[i]) {
-                specx.dying[i] = pid;
-                dying_start[i] = copy_start;
+        for (size_t i = 0; i < DYING; i++)
+            if (!specx.dying[i].pid) {
+                specx.dying[i] = copy;
                 return;
             }
-        reap_dying(true);
+        reap(false, true);
     }
 }
 
@@ -172,9 +168,9 @@ static void manage_end(void)
 
 static void stop_copy(void)
 {
-    if (specx.copy > 0)
-        kill_copy();
-    reap_dying(true);
+    if (specx.copy.pid > 0)
+        kill_copy(specx_memory_stopped());
+    reap(false, true);
 }
 
 /* An exec from a signal handler that interrupted this thread's own management of the copy
@@ -224,15 +220,12 @@ static void disable_speculation(enum specx_slot_flag why)
 }
 
 /* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
- * the garbage it read in place of data not in memory) is reaped at the next stall. */
+ * the garbage it read in place of data not in memory) is reaped at the next stall, with the
+ * killed ones that have died by now; returns whether the copy still runs. */
 static bool copy_still_running(void)
 {
-    if (specx.copy <= 0)
-        return false;
-    if (!reaped(specx.copy, copy_start, false))
-        return true;
-    specx.copy = 0;
-    return false;
+    reap(true, false);
+    return specx.copy.pid > 0;
 }
 
 /* A dry copy that predicted the program's stall is on track; it is replaced by a live one
@@ -267,7 +260,7 @@ static _Noreturn void fail_to_enter(void)
 static void become_speculative(pid_t program)
 {
     specx.role = SPECX_ROLE_SPEC;
-    specx.copy = 0;
+    specx.copy = (struct specx_copy_ref){ 0 };
     specx_raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != program)
         _exit(0);
@@ -306,8 +299,8 @@ static void become_speculative(pid_t program)
 static void demote_copy(void)
 {
     struct sched_param idle = { 0 };
-    sched_setscheduler(specx.copy, SCHED_IDLE, &idle);
-    specx_ioprio_set(specx.copy, IOPRIO_CLASS_IDLE, 0);
+    sched_setscheduler(specx.copy.pid, SCHED_IDLE, &idle);
+    specx_ioprio_set(specx.copy.pid, IOPRIO_CLASS_IDLE, 0);
 }
 
 /* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
@@ -345,8 +338,7 @@ static bool clone_speculative(void)
     pthread_sigmask(SIG_SETMASK, &all, &mask_at_clone);
     lazy_set.n = 0;
     if (single_threaded()) {
-        if (specx_lazy_wanted())
-            specx_lazy_exclude(&lazy_set);
+        specx_lazy_exclude(&lazy_set);
     } else {
         __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_THREADED, __ATOMIC_RELAXED);
     }
@@ -367,7 +359,8 @@ static bool clone_speculative(void)
             _exit(127);
         return true;
     }
-    specx_lazy_restore(&lazy_set);
+    if (lazy_set.n > 0)
+        specx_lazy_restore(&lazy_set);
     pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
@@ -375,9 +368,8 @@ static bool clone_speculative(void)
     /* Until the copy let go of them it holds the program's descriptions: a close by the
      * program meanwhile would not end a pipe or connection or release a flock. */
     specx_control_wait_detached(ctl, ctl->generation, READY_TIMEOUT_NS);
-    specx.copy = (pid_t)pid;
+    specx.copy = (struct specx_copy_ref){ (pid_t)pid, specx_process_start_time((pid_t)pid) };
     copy_thread = specx.manager; /* this thread: only the manager clones */
-    copy_start = specx_copy_start_time(specx.copy);
     copy_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
     if (copy_dry)
@@ -443,8 +435,8 @@ static bool copy_started(const struct specx_stall *stall)
         demote_copy();
         return true;
     }
-    reaped(specx.copy, copy_start, true);
-    specx.copy = 0;
+    SPECX_COUNT(spec_ended, specx_copy_reap(&specx.copy, NULL, 0, true));
+    specx.copy = (struct specx_copy_ref){ 0 };
     SPECX_COUNT(spec_failed, 1);
     disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
     specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
@@ -503,23 +495,21 @@ static bool copy_forbidden(void)
     return hazard != SPECX_HAZARD_NONE;
 }
 
-/* STOPPED: the memory control stopped speculation (copy/memory_watch.h). Then no copy, and
- * none left. */
-static bool stop_for_memory(bool stopped)
+/* The memory control stopped speculation (running/memory_watch.h): no copy, and none left. */
+static void stop_for_memory(void)
 {
-    if (!stopped)
-        return false;
-    reap_dying(false);
-    if (specx.copy > 0)
-        kill_copy();
-    return true;
+    reap(false, false);
+    if (specx.copy.pid > 0)
+        kill_copy(true);
 }
 
 bool specx_copy_watch_memory(void)
 {
     if (!manage_try())
         return false; /* another thread manages the copy; the interval ends at a later read */
-    bool stopped = stop_for_memory(!specx_memory_watch());
+    bool stopped = !specx_memory_watch();
+    if (stopped)
+        stop_for_memory();
     manage_end();
     return stopped;
 }
@@ -542,46 +532,56 @@ static struct specx_stall_view view_of_copy(const struct specx_stall *stall,
     return v;
 }
 
-/* Creates or synchronizes the copy where the program reads STALL. ARRIVED: its data is in
- * memory already (the program has just waited for the kernel's readahead, specx_copy_after_wait),
- * so there is no read of its own to start and nothing to hide the clone behind. */
-static bool copy_at(const struct specx_stall *stall, bool arrived)
+/* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
+ * acting on it needs: the file (ST) and the tally a judgment of the copy would rest on (TALLY).
+ * Looked at in the order the decision needs it, and no further than it needs: nothing once
+ * speculation may not run or the memory control stopped it. Where it may run, a read from a
+ * file's start is started at once, whatever the decision (start_own_read). */
+static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool arrived,
+                                         struct stat *st, struct specx_tally *tally)
 {
-    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
-        return false;
-    struct stat st;
-    if (fstat(stall->fd, &st) < 0)
-        st = (struct stat){ 0 };
+    struct specx_stall_facts f = { .allowed = may_create_copy() };
+    f.memory_stopped = f.allowed && specx_memory_stopped();
+    if (!f.allowed || f.memory_stopped)
+        return f;
+    if (fstat(stall->fd, st) < 0)
+        *st = (struct stat){ 0 };
     if (stall->off == 0 && !arrived)
-        start_own_read(stall, &st);
-    reap_dying(false);
-    bool had_child = specx.copy > 0;
-    bool sync = copy_still_running();
-    if (had_child) {
-        struct specx_stall_view copy = view_of_copy(stall, &st, sync, arrived);
-        if (specx_stall_keeps_copy(&copy))
-            return false;
-        judge_copy(copy.on_track);
+        start_own_read(stall, st);
+    f.had_copy = specx.copy.pid > 0;
+    bool running = copy_still_running();
+    struct specx_judgment judged = { copy_dev, copy_ino, false };
+    if (f.had_copy) {
+        f.copy = view_of_copy(stall, st, running, arrived);
+        *tally = judged_tally(f.copy.on_track);
+        judged.useful = tally->hits > 0;
     }
-    if (specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
-        if (sync)
-            kill_copy(); /* diverged, none of its predictions read: not worth a new copy */
-        return false;
-    }
+    f.backing_off = specx_backoff_would_skip((uint64_t)st->st_dev, (uint64_t)st->st_ino,
+                                             f.had_copy ? &judged : NULL);
+    return f;
+}
+
+/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first. ARRIVED: its
+ * data is in memory already (the program has just waited for the kernel's readahead,
+ * specx_copy_after_wait), so there is no read of its own to start and nothing to hide the clone
+ * behind. Returns true in the new copy. */
+static bool clone_at(const struct specx_stall *stall, const struct stat *st, bool arrived,
+                     bool sync)
+{
     if (stall->off != 0 && !arrived)
-        start_own_read(stall, &st);
+        start_own_read(stall, st);
     if (copy_forbidden()) {
         if (sync && specx.role == SPECX_ROLE_NORMAL)
-            kill_copy(); /* it was to be replaced: it diverged */
+            kill_copy(false); /* it was to be replaced: it diverged */
         return false;
     }
-    copy_dev = (uint64_t)st.st_dev;
-    copy_ino = (uint64_t)st.st_ino;
+    copy_dev = (uint64_t)st->st_dev;
+    copy_ino = (uint64_t)st->st_ino;
     uint64_t t0 = specx_now_ns();
     SPECX_COUNT(refork_attempts, 1);
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
-        kill_copy();
+        kill_copy(false);
     }
     /* Preemptible refork (§5.1): with its data in already, the program would only wait for
      * the clone; it goes on, and the next stall reforks. */
@@ -596,18 +596,47 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     }
     uint64_t t_clone = specx_now_ns();
     SPECX_COUNT(refork_ns, t_clone - t0);
-    bool started = specx.copy > 0 && copy_started(stall);
+    bool started = specx.copy.pid > 0 && copy_started(stall);
     SPECX_COUNT(refork_completed, started && !copy_entering());
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
         specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu%s, ready in %llu us",
-                  specx.pid, copy_dry ? "dry" : "live", specx.copy,
+                  specx.pid, copy_dry ? "dry" : "live", specx.copy.pid,
                   sync ? "synchronized" : "created", stall->fd,
                   (unsigned long long)stall->off, arrived ? " after a readahead wait" : "",
                   (unsigned long long)(specx_now_ns() - t_clone) / 1000);
     if (sync) {
         SPECX_COUNT(sync_completed, started);
         SPECX_COUNT(sync_ns, specx_now_ns() - t0);
+    }
+    return false;
+}
+
+/* A stall at STALL, classified once (policy/stall.h) and acted on. Returns true in a new copy. */
+static bool copy_at(const struct specx_stall *stall, bool arrived)
+{
+    struct stat st;
+    struct specx_tally tally = { 0, 0 };
+    struct specx_stall_facts f = facts_at(stall, arrived, &st, &tally);
+    bool running = specx.copy.pid > 0; /* facts_at forgot it if the copy had ended */
+    switch (specx_stall_decide(&f)) {
+    case SPECX_STALL_IGNORE:
+    case SPECX_STALL_KEEP:
+        return false;
+    case SPECX_STALL_STOP:
+        stop_for_memory();
+        return false;
+    case SPECX_STALL_BACK_OFF:
+        if (f.had_copy)
+            judge_copy(tally);
+        specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino); /* counts the stall */
+        if (running)
+            kill_copy(false); /* diverged, none of its predictions read: not worth a new copy */
+        return false;
+    case SPECX_STALL_COPY:
+        if (f.had_copy)
+            judge_copy(tally);
+        return clone_at(stall, &st, arrived, running);
     }
     return false;
 }
@@ -641,9 +670,12 @@ bool specx_copy_after_wait(const struct specx_stall *stall)
  * would run on zeros where the data decides its path, and end. */
 static bool copy_on_mapping(void *addr, int fd, uint64_t len)
 {
-    if (!may_create_copy() || stop_for_memory(specx_memory_stopped()))
+    if (!may_create_copy())
         return false;
-    reap_dying(false);
+    if (specx_memory_stopped()) {
+        stop_for_memory();
+        return false;
+    }
     if (copy_still_running() || specx_backoff_retired())
         return false;
     struct stat st;
@@ -660,9 +692,9 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
         become_speculative(program);
         return true;
     }
-    if (specx.copy > 0 && copy_started(NULL))
+    if (specx.copy.pid > 0 && copy_started(NULL))
         specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
-                  copy_dry ? "dry" : "live", specx.copy, fd);
+                  copy_dry ? "dry" : "live", specx.copy.pid, fd);
     return false;
 }
 

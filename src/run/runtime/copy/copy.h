@@ -34,7 +34,7 @@ bool specx_copy_after_wait(const struct specx_stall *stall);
  * Returns true in the new speculative process. */
 bool specx_copy_on_mapping(void *addr, int fd, uint64_t len);
 
-/* Ends the memory control's interval if it is over (copy/memory_watch.h); returns whether the
+/* Ends the memory control's interval if it is over (running/memory_watch.h); returns whether the
  * control has stopped speculation, and then kills the copy, its memory given back. */
 bool specx_copy_watch_memory(void);
 

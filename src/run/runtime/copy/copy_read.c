@@ -6,10 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/copy_idle.h"
-#include "run/runtime/copy/copy_timer.h"
-#include "run/runtime/copy/lazy_memory.h"
-#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/refork/lazy_memory.h"
+#include "run/runtime/running/copy_idle.h"
+#include "run/runtime/running/copy_timer.h"
+#include "run/runtime/running/memory_watch.h"
+#include "run/runtime/running/start_read.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "run/runtime/policy/horizon.h"
@@ -142,15 +143,6 @@ static void emulate_range(struct fetch *f, char *buf, uint64_t off, uint64_t len
         emulate_step(f, buf, off, step_end);
         buf += step_end - off;
         off = step_end;
-    }
-}
-
-void specx_start_read(int fd, uint64_t off, uint64_t len)
-{
-    for (uint64_t end = off + len; off < end;) {
-        uint64_t n = specx_prefetch_call_len(off, end);
-        specx_raw_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
-        off += n;
     }
 }
 

@@ -20,9 +20,4 @@ ssize_t specx_copy_read(int fd, const struct iovec *iov, int iovcnt, off_t off);
  * file offset moves past it. Returns len. */
 ssize_t specx_copy_read_stalled(int fd, uint64_t off, uint64_t len, bool at_offset);
 
-/* Asks the kernel to start reading [off, off+len) of fd without waiting, in calls cut by
- * specx_prefetch_call_len (policy/prefetch.h): a prefetch, or the program's own read started
- * early. */
-void specx_start_read(int fd, uint64_t off, uint64_t len);
-
 #endif

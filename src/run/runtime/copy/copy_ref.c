@@ -1,10 +1,7 @@
 #include "run/runtime/copy/copy_ref.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/syscall.h>
@@ -12,40 +9,20 @@
 #include <unistd.h>
 
 #include "run/runtime/core/runtime.h"
+#include "kernel/process_start.h"
 #include "kernel/raw.h"
-
-/* Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses, so
- * fields are counted from the last ')'. Raw syscalls: the runtime's own read wrappers must
- * not see this read. */
-uint64_t specx_copy_start_time(pid_t pid)
-{
-    char path[32], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = (int)specx_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = specx_raw_syscall(SYS_read, fd, buf, sizeof buf - 1);
-    specx_raw_syscall(SYS_close, fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
-}
 
 /* A pidfd on the copy, or -1 if it is gone. Opened first, checked second: if the pid had been
  * reused before the open, the process found has another start time. A copy whose start time
  * could not be read (start 0) is taken on its pid alone, as before pidfds. */
-static int open_copy(pid_t pid, uint64_t start)
+static int open_copy(struct specx_copy_ref copy)
 {
-    if (pid <= 0) /* never pid 0 or -1: the program's group, every process */
+    if (copy.pid <= 0) /* never pid 0 or -1: the program's group, every process */
         return -1;
-    int pfd = pidfd_open(pid, 0);
+    int pfd = pidfd_open(copy.pid, 0);
     if (pfd < 0)
         return -1;
-    if (start && specx_copy_start_time(pid) != start) {
+    if (copy.start && specx_process_start_time(copy.pid) != copy.start) {
         close(pfd);
         return -1;
     }
@@ -65,9 +42,10 @@ static void log_end(const siginfo_t *info)
                   strsignal(info->si_status));
 }
 
-bool specx_copy_reap(pid_t pid, uint64_t start, bool wait)
+/* Reaps COPY if it has ended (with WAIT, once it ends); true if it is gone. */
+static bool reap_one(struct specx_copy_ref copy, bool wait)
 {
-    int pfd = open_copy(pid, start);
+    int pfd = open_copy(copy);
     if (pfd < 0)
         return true;
     siginfo_t info;
@@ -82,12 +60,38 @@ bool specx_copy_reap(pid_t pid, uint64_t start, bool wait)
     return ret < 0 || info.si_pid != 0; /* ECHILD: reaped by the program meanwhile */
 }
 
-void specx_copy_kill(pid_t pid, uint64_t start, bool release)
+/* Forgets *COPY if it is gone; returns whether it was. */
+static bool reaped(struct specx_copy_ref *copy, bool wait)
 {
-    int pfd = open_copy(pid, start);
+    if (copy->pid == 0 || !reap_one(*copy, wait))
+        return false;
+    copy->pid = 0;
+    return true;
+}
+
+unsigned specx_copy_reap(struct specx_copy_ref *copy, struct specx_copy_ref *dying, size_t n,
+                         bool wait)
+{
+    unsigned gone = copy && reaped(copy, wait);
+    for (size_t i = 0; i < n; i++)
+        gone += reaped(&dying[i], wait);
+    return gone;
+}
+
+static void kill_copy(struct specx_copy_ref copy, bool release)
+{
+    int pfd = open_copy(copy);
     if (pfd < 0)
         return;
     if (pidfd_send_signal(pfd, SIGKILL, NULL, 0) == 0 && release)
         specx_raw_syscall(SYS_process_mrelease, pfd, 0u);
     close(pfd);
+}
+
+enum specx_copy_end specx_copy_end(struct specx_copy_ref copy, bool release)
+{
+    if (reap_one(copy, false))
+        return SPECX_COPY_GONE;
+    kill_copy(copy, release);
+    return reap_one(copy, false) ? SPECX_COPY_KILLED : SPECX_COPY_DYING;
 }

@@ -27,7 +27,7 @@ struct specx_prefetch_record {
 /* Value of `ready` when the speculative process could not enter its sandbox. */
 #define SPECX_READY_FAILED UINT32_MAX
 
-/* The memory control's state (copy/memory_watch.c), here so that whichever of the program and
+/* The memory control's state (running/memory_watch.c), here so that whichever of the program and
  * its copy reaches the end of an interval first can end it. */
 struct specx_memory_watch {
     uint32_t lock;       /* held by the process ending an interval */
@@ -61,11 +61,19 @@ struct specx_control {
     struct specx_memory_watch memory;
 };
 
-/* The limit of the memory group that bounds the program (copy/memory_watch.h), in bytes: 0 for
+/* The limit of the memory group that bounds the program (running/memory_watch.h), in bytes: 0 for
  * none, or without a control region yet. */
 static inline uint64_t specx_control_memory_limit(const struct specx_control *ctl)
 {
     return ctl ? ctl->memory.limit : 0;
+}
+
+/* Whether the memory control's current interval is over at NOW_NS (none without a control
+ * region): the program checks after each checked read (one comparison, inline), and only then
+ * asks the copy's life cycle to end it (running/memory_watch.h). */
+static inline bool specx_control_memory_due(const struct specx_control *ctl, uint64_t now_ns)
+{
+    return ctl && now_ns >= __atomic_load_n(&ctl->memory.interval_end_ns, __ATOMIC_RELAXED);
 }
 
 /* Maps a fresh zeroed region (NULL on failure). */

@@ -20,20 +20,27 @@ enum specx_role {
 
 struct specx_control;
 
+/* A speculative process as the program knows it: its pid (0: none) and its start time, which
+ * tells it from a later process given the same pid (copy/copy_ref.h). */
+struct specx_copy_ref {
+    pid_t pid;
+    uint64_t start;
+};
+
 struct specx_state {
     enum specx_role role;
     bool spec_allowed;   /* may this process speculate (not disabled, sandbox ready, ...) */
     bool verbose;
-    bool memory_control; /* the §6.1 control may stop speculation (copy/memory_watch.h) */
+    bool memory_control; /* the §6.1 control may stop speculation (running/memory_watch.h) */
     pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
-    pid_t copy;          /* its speculative process (its copy), 0 if none */
+    struct specx_copy_ref copy; /* its speculative process (its copy); pid 0 if none */
     pid_t manager;       /* the thread managing the copy now (copy/copy.c), 0 if none */
-    pid_t dying[8];      /* killed speculative processes not reaped yet (0: free) */
+    struct specx_copy_ref dying[8]; /* killed copies not reaped yet (pid 0: free) */
     uint32_t issued_at_start; /* prefetch log position when the current child started */
     unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */
     struct specx_stats_slot *slot;
     struct specx_control *ctl; /* shared with the speculative process; NULL until needed */
-    uint64_t copy_activity; /* in the copy: times it reached I/O (copy/copy_idle.h) */
+    uint64_t copy_activity; /* in the copy: times it reached I/O (running/copy_idle.h) */
 };
 
 extern struct specx_state specx;

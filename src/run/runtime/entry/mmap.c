@@ -3,7 +3,7 @@
  * instruction. What it does call is mmap, so a new large file mapping of data not in memory
  * (where its faults will come from) is where the program creates its speculative process;
  * in the speculative process, a mapping the copy makes itself is covered by its page-fault
- * speculation (copy/fault_speculation.h). madvise is here too: the program's fork-time advice
+ * speculation (faults/fault_speculation.h). madvise is here too: the program's fork-time advice
  * decides how its copies may be cloned. */
 
 /* Both mmap and mmap64 are defined here: without this, the build's large-file default would
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 
 #include "run/runtime/copy/copy.h"
-#include "run/runtime/copy/fault_speculation.h"
-#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/faults/fault_speculation.h"
+#include "run/runtime/refork/lazy_memory.h"
 #include "run/runtime/core/history.h"
 #include "run/runtime/core/runtime.h"
 #include "run/runtime/entry/real.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "run/runtime/copy/copy.h"
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 #include "kernel/copy_hazards.h"
 #include "run/runtime/core/history.h"
 #include "run/runtime/core/runtime.h"

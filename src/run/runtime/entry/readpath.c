@@ -7,7 +7,6 @@
 
 #include "run/runtime/copy/copy.h"
 #include "run/runtime/copy/copy_read.h"
-#include "run/runtime/copy/memory_watch.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/history.h"
 #include "run/runtime/core/runtime.h"
@@ -138,7 +137,7 @@ static bool prefetches_outstanding(void)
 static bool timing_only(void)
 {
     return __atomic_load_n(&hits_in_a_row, __ATOMIC_RELAXED) >= HITS_BEFORE_TIMING_ONLY &&
-           specx.copy <= 0 && !prefetches_outstanding() && !specx_history_watching();
+           specx.copy.pid <= 0 && !prefetches_outstanding() && !specx_history_watching();
 }
 
 static void count_hit_run(bool miss)
@@ -288,8 +287,9 @@ void specx_read_end(const struct specx_read *r)
     uint64_t now = specx_now_ns(), waited = now - r->t0;
     /* After the read, never before it: ending an interval reads a few kernel files (and must
      * leave the read's errno as it was). With or without a copy: a stop is lifted only at
-     * the end of an interval. */
-    if (specx_memory_watch_due(now) && specx_calls_begin()) {
+     * the end of an interval. The copy's life cycle is entered only then. */
+    if (specx.memory_control && specx_control_memory_due(specx.ctl, now) &&
+        specx_calls_begin()) {
         int saved = errno;
         specx_copy_watch_memory();
         errno = saved;

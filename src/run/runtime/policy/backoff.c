@@ -14,17 +14,16 @@ struct backoff {
     unsigned skip;   /* ... and how many stalls of it are left */
 };
 
-static struct backoff files[BACKOFF_FILES];
-static unsigned next_file;
-static struct backoff process_backoff;
-static unsigned useless_in_a_row;
+static struct {
+    struct backoff files[BACKOFF_FILES];
+    unsigned next_file;
+    struct backoff process;
+    unsigned useless_in_a_row;
+} state;
 
 void specx_backoff_reset(void)
 {
-    memset(files, 0, sizeof files);
-    next_file = 0;
-    process_backoff = (struct backoff){ 0 };
-    useless_in_a_row = 0;
+    memset(&state, 0, sizeof state);
 }
 
 /* The back-off of file (dev, ino); if it has none, with create a fresh one (replacing the
@@ -32,11 +31,11 @@ void specx_backoff_reset(void)
 static struct backoff *backoff_of(uint64_t dev, uint64_t ino, bool create)
 {
     for (unsigned i = 0; i < BACKOFF_FILES; i++)
-        if (files[i].dev == dev && files[i].ino == ino)
-            return &files[i];
+        if (state.files[i].dev == dev && state.files[i].ino == ino)
+            return &state.files[i];
     if (!create)
-        return &process_backoff;
-    struct backoff *b = &files[next_file++ % BACKOFF_FILES];
+        return &state.process;
+    struct backoff *b = &state.files[state.next_file++ % BACKOFF_FILES];
     *b = (struct backoff){ .dev = dev, .ino = ino };
     return b;
 }
@@ -51,13 +50,18 @@ static void back_off(struct backoff *b, bool useful)
 
 bool specx_backoff_retired(void)
 {
-    return useless_in_a_row >= SPECX_RETIRE_AFTER;
+    return state.useless_in_a_row >= SPECX_RETIRE_AFTER;
+}
+
+static bool skips(const struct backoff *b)
+{
+    return b->skip != 0 || specx_backoff_retired();
 }
 
 bool specx_backoff_skip(uint64_t dev, uint64_t ino)
 {
     struct backoff *b = backoff_of(dev, ino, false);
-    if (b->skip == 0 && !specx_backoff_retired())
+    if (!skips(b))
         return false;
     b->skip -= b->skip > 0;
     return true;
@@ -66,7 +70,19 @@ bool specx_backoff_skip(uint64_t dev, uint64_t ino)
 bool specx_backoff_judged(uint64_t dev, uint64_t ino, bool useful)
 {
     back_off(backoff_of(dev, ino, true), useful);
-    back_off(&process_backoff, useful);
-    useless_in_a_row = useful ? 0 : useless_in_a_row + 1;
-    return useless_in_a_row == SPECX_RETIRE_AFTER;
+    back_off(&state.process, useful);
+    state.useless_in_a_row = useful ? 0 : state.useless_in_a_row + 1;
+    return state.useless_in_a_row == SPECX_RETIRE_AFTER;
+}
+
+/* Judges on the real state, asks, and puts the state back: the answer is by construction
+ * what specx_backoff_skip will say after specx_backoff_judged. */
+bool specx_backoff_would_skip(uint64_t dev, uint64_t ino, const struct specx_judgment *judged)
+{
+    __typeof__(state) before = state;
+    if (judged)
+        specx_backoff_judged(judged->dev, judged->ino, judged->useful);
+    bool skip = skips(backoff_of(dev, ino, false));
+    state = before;
+    return skip;
 }

@@ -35,6 +35,18 @@ bool specx_backoff_skip(uint64_t dev, uint64_t ino);
  * predictions. Returns true when this judgment retires the process's copies. */
 bool specx_backoff_judged(uint64_t dev, uint64_t ino, bool useful);
 
+/* A copy judged at a stall: made at a stall on (dev, ino); useful if the program read any of
+ * its predictions. */
+struct specx_judgment {
+    uint64_t dev, ino;
+    bool useful;
+};
+
+/* What specx_backoff_skip(dev, ino) would answer, once JUDGED (if not NULL) is judged, without
+ * judging it or counting the stall: for the decision at a stall (policy/stall.h), taken before
+ * anything is done. */
+bool specx_backoff_would_skip(uint64_t dev, uint64_t ino, const struct specx_judgment *judged);
+
 /* Whether the process makes no more copies. */
 bool specx_backoff_retired(void);
 

@@ -1,5 +1,5 @@
 /* How much memory a fast-reforked copy may keep of what it pulled from the program
- * (copy/lazy_memory.h). Pulled pages are the copy's own, not shared with the program, and the
+ * (refork/lazy_memory.h). Pulled pages are the copy's own, not shared with the program, and the
  * copy is charged to the program's memory cgroup: in a cgroup sized for the program alone (the
  * out-of-core benchmarks run in 64 MiB), a fixed 64 MiB would push the program's own pages
  * out. So the copy keeps at most an eighth of the cgroup's limit, and never more than 64 MiB. */

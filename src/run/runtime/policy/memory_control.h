@@ -1,5 +1,5 @@
 /* Reactive cost-benefit control of speculation's memory overhead (Fraser & Chang 2003 §6.1),
- * as pure arithmetic over intervals. The caller (copy/memory_watch.c) measures, per interval,
+ * as pure arithmetic over intervals. The caller (running/memory_watch.c) measures, per interval,
  * the stalls speculation added to the program (pages of the program pushed out by speculative
  * pages and read again) and those it removed (program reads served by speculative prefetches),
  * and stops or allows speculation as this says.

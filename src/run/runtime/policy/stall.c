@@ -1,7 +1,13 @@
 /* See stall.h. */
 #include "run/runtime/policy/stall.h"
 
-bool specx_stall_keeps_copy(const struct specx_stall_view *v)
+/* Whether the copy the stall finds is left to go on. Left alone: a copy still entering
+ * (re-creating it at each stall would only start that over); a dry copy on track that has not
+ * earned trust (on probation); and, unless a dry copy has earned its promotion to a live one,
+ * a copy at a wait for readahead (no sign of divergence: it predicts beyond the window in
+ * flight) or at another thread's stall (threads of a pool take turns at one queue, and the
+ * copy runs on through all of it). A copy that ended by itself is never kept. */
+static bool keeps_copy(const struct specx_stall_view *v)
 {
     if (!v->running)
         return false;
@@ -11,4 +17,15 @@ bool specx_stall_keeps_copy(const struct specx_stall_view *v)
     if (v->on_track && v->dry && !v->earned)
         return true;
     return !promoted && (v->arrived || v->other_thread);
+}
+
+enum specx_stall_action specx_stall_decide(const struct specx_stall_facts *f)
+{
+    if (!f->allowed)
+        return SPECX_STALL_IGNORE;
+    if (f->memory_stopped)
+        return SPECX_STALL_STOP;
+    if (f->had_copy && keeps_copy(&f->copy))
+        return SPECX_STALL_KEEP;
+    return f->backing_off ? SPECX_STALL_BACK_OFF : SPECX_STALL_COPY;
 }

@@ -1,7 +1,8 @@
-/* What a stall of the program means for the copy it has: left to go on, or judged and
- * replaced by a new one cloned at the stall (Fraser & Chang 2003 §4.1: the copy is
- * re-created, "synchronized", when the program stalls on data it failed to prefetch). Pure:
- * the copy's life cycle (copy/copy.c) gathers what it knows of the copy and asks here. */
+/* What a stall of the program means for speculation, decided in one place (Fraser & Chang
+ * 2003 §4.1: the copy is created at the first stall and re-created, "synchronized", when the
+ * program stalls on data it failed to prefetch; §6.1: speculation that does not pay is held
+ * back). Pure: the copy's life cycle (copy/copy.c) gathers what it knows at the stall, asks
+ * here once, then does what the answer says. */
 #ifndef SPECX_POLICY_STALL_H
 #define SPECX_POLICY_STALL_H
 
@@ -18,12 +19,29 @@ struct specx_stall_view {
     bool other_thread; /* the stall is another thread's than the one the copy is a clone of */
 };
 
-/* Whether the running copy is left to go on. Otherwise an ended copy is judged, a running one
- * judged and replaced. Left alone: a copy still entering (re-creating it at each stall would
- * only start that over); a dry copy on track that has not earned trust (on probation); and,
- * unless a dry copy has earned its promotion to a live one, a copy at a wait for readahead (no
- * sign of divergence: it predicts beyond the window in flight) or at another thread's stall
- * (threads of a pool take turns at one queue, and the copy runs on through all of it). */
-bool specx_stall_keeps_copy(const struct specx_stall_view *v);
+/* Everything the decision rests on. */
+struct specx_stall_facts {
+    bool allowed;        /* the program itself, speculation on and set up (else nothing else
+                            is looked at) */
+    bool memory_stopped; /* the memory control stopped speculation (policy/memory_control.h) */
+    bool had_copy;       /* a copy was made and not judged yet: COPY is how the stall finds it
+                            (it may have ended by itself) */
+    struct specx_stall_view copy;
+    bool backing_off;    /* the stall passes without a new copy (backoff.h), counting the
+                            judgment of the copy it had, if that is judged here */
+};
+
+enum specx_stall_action {
+    SPECX_STALL_IGNORE,   /* speculation does not run here: nothing is done */
+    SPECX_STALL_STOP,     /* the copy ends unjudged and none is made (the memory control) */
+    SPECX_STALL_KEEP,     /* the copy goes on */
+    SPECX_STALL_BACK_OFF, /* the copy is judged and ends; none is made at this stall */
+    SPECX_STALL_COPY,     /* the copy is judged and ends; a new one is cloned at the stall.
+                             Cloning may still be refused by the kernel's view of the program
+                             (kernel/copy_hazards.h: a seccomp filter makes the runtime stand
+                             aside), or preempted by the program's own read arriving first */
+};
+
+enum specx_stall_action specx_stall_decide(const struct specx_stall_facts *f);
 
 #endif

@@ -1,6 +1,6 @@
 /* Fast refork, program side (Fraser & Chang 2003, §5.1): which regions a speculative clone
  * leaves out, and leaving them out of that one clone only. See lazy_memory.h. */
-#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/refork/lazy_memory.h"
 
 #include <link.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/maps.h"
@@ -71,7 +71,9 @@ void specx_lazy_note_advice(int advice)
         program_owns = true;
 }
 
-bool specx_lazy_wanted(void)
+/* Whether the next clone should be fast: asked for, not refused by the program's own use of
+ * MADV_DONTFORK/WIPEONFORK, and userfaultfd is available. */
+static bool lazy_wanted(void)
 {
     if (!requested || program_owns)
         return false;
@@ -149,6 +151,8 @@ static int advise(const struct specx_lazy_region *r, int advice)
 void specx_lazy_exclude(struct specx_lazy_set *set)
 {
     set->n = 0;
+    if (!lazy_wanted())
+        return;
     char *buf;
     size_t size;
     if (specx_maps_read(&buf, &size) < 0)
@@ -166,8 +170,6 @@ void specx_lazy_exclude(struct specx_lazy_set *set)
 
 void specx_lazy_restore(const struct specx_lazy_set *set)
 {
-    if (set->n == 0)
-        return;
     for (unsigned i = 0; i < set->n; i++)
         advise(&set->r[i], MADV_DOFORK);
 }

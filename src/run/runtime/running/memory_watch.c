@@ -1,10 +1,10 @@
 /* The memory control's mechanism: see memory_watch.h. */
-#include "run/runtime/copy/memory_watch.h"
+#include "run/runtime/running/memory_watch.h"
 
 #include <signal.h>
 #include <stdio.h>
 
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/kfile.h"
@@ -141,12 +141,6 @@ bool specx_memory_stopped(void)
 {
     return specx.ctl && specx.memory_control &&
            __atomic_load_n(&specx.ctl->memory.disabled, __ATOMIC_ACQUIRE);
-}
-
-bool specx_memory_watch_due(uint64_t now_ns)
-{
-    return specx.ctl && specx.memory_control &&
-           now_ns >= __atomic_load_n(&specx.ctl->memory.interval_end_ns, __ATOMIC_RELAXED);
 }
 
 void specx_memory_given_back(void)

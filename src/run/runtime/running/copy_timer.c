@@ -1,5 +1,5 @@
 /* The copy's timers and its own end: see copy_timer.h. */
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 
 #include <signal.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* The idle and stuck limits of a speculative process: see copy_idle.h. */
-#include "run/runtime/copy/copy_idle.h"
+#include "run/runtime/running/copy_idle.h"
 
 #include <signal.h>
 
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_timer.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 

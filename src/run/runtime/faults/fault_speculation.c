@@ -1,7 +1,7 @@
 /* Page-fault speculation in the speculative process; see fault_speculation.h. Everything here runs
  * in the sandboxed copy, most of it inside its SIGSEGV handler: system calls only, no malloc,
  * no stdio. */
-#include "run/runtime/copy/fault_speculation.h"
+#include "run/runtime/faults/fault_speculation.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "kernel/clock.h"
-#include "run/runtime/copy/copy_idle.h"
-#include "run/runtime/copy/copy_read.h"
-#include "run/runtime/copy/copy_timer.h"
+#include "run/runtime/running/copy_idle.h"
+#include "run/runtime/running/copy_timer.h"
+#include "run/runtime/running/start_read.h"
 #include "run/runtime/core/control.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/kernel_limits.h"

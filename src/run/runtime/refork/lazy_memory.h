@@ -39,10 +39,6 @@ struct specx_lazy_set {
 
 /* --- program side (lazy_regions.c) --- */
 
-/* Whether the next clone should be fast: asked for, not refused by the program's own use of
- * MADV_DONTFORK/WIPEONFORK, and userfaultfd is available. */
-bool specx_lazy_wanted(void);
-
 /* The program gave madvise ADVICE (entry/mmap.c). Its own fork-time advice (MADV_DONTFORK,
  * MADV_WIPEONFORK) keeps it on the plain clone: restoring MADV_DOFORK after our clone would
  * undo it, and a WIPEONFORK region must read as zeros in a child, not as the program's data.
@@ -50,12 +46,13 @@ bool specx_lazy_wanted(void);
 void specx_lazy_note_advice(int advice);
 
 /* Right before the clone, with every signal blocked (copy.c: a handler of the program that
- * forked meanwhile would give its child no such regions): chooses the regions and marks them
- * MADV_DONTFORK. */
+ * forked meanwhile would give its child no such regions): if the clone should be fast (asked
+ * for, not refused by the program's own use of MADV_DONTFORK/WIPEONFORK, and userfaultfd is
+ * available), chooses the regions and marks them MADV_DONTFORK; else leaves none out. */
 void specx_lazy_exclude(struct specx_lazy_set *set);
 
-/* Right after the clone, in the program: MADV_DOFORK again, so that the program's own forks
- * copy those regions as always. */
+/* Right after a clone that left regions out, in the program: MADV_DOFORK again, so that the
+ * program's own forks copy those regions as always. */
 void specx_lazy_restore(const struct specx_lazy_set *set);
 
 /* --- speculative side (lazy_fill.c) --- */

@@ -34,11 +34,6 @@ bool specx_memory_watch(void);
  * arriving meanwhile, cancel it). */
 bool specx_memory_stopped(void);
 
-/* Program side, after each checked read (cheap: one comparison): whether an interval is due
- * to end, so that the program ends it and stops its copy without waiting for a stall (a copy
- * at idle priority on a busy machine may not run its own timer for a long time). */
-bool specx_memory_watch_due(uint64_t now_ns);
-
 /* The copy, before it is sealed: a timer that notes the copy's private memory four times an
  * interval and, with the control on, asks specx_memory_watch and ends the copy, its memory
  * given back, when speculation is stopped. */

@@ -16,7 +16,7 @@
  * Nothing here changes what the program's memory holds.
  *
  * Everything here runs in the copy, partly in a signal handler: system calls only. */
-#include "run/runtime/copy/lazy_memory.h"
+#include "run/runtime/refork/lazy_memory.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +30,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "run/runtime/copy/copy_idle.h"
+#include "run/runtime/running/copy_idle.h"
 #include "run/runtime/core/runtime.h"
 #include "kernel/program_pagemap.h"
 #include "kernel/raw.h"
