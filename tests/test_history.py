@@ -191,7 +191,9 @@ def test_what_a_program_maps_is_recorded_too(home):
     (path,) = user_files(top, n=1, size=1 << 20)
     touch = ("import mmap, sys\nf = open(sys.argv[1], 'rb')\n"
              "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nprint(m[0] + m[8192])\n")
-    proc = specx("run", "--history=record", "--", "python3", "-c", touch, path)
+    # With a report specx run waits for the command and writes its history before it ends.
+    proc = specx("run", "--history=record", "--json", top / "report.json", "--", "python3", "-c",
+                 touch, path)
     assert proc.returncode == 0, proc.stderr
     shown = json.loads(specx("history", "show", "--json", "-", "--", "python3", "-c", touch,
                              path).stdout)

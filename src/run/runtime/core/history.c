@@ -47,6 +47,11 @@ void specx_history_init(void)
     errno = saved;
 }
 
+bool specx_history_on(void)
+{
+    return trace != NULL;
+}
+
 bool specx_history_watching(void)
 {
     return trace && __atomic_load_n(&trace->watching, __ATOMIC_RELAXED);

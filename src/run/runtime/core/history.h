@@ -23,6 +23,9 @@ void specx_history_note(int fd, const struct stat *st, uint64_t off, uint64_t le
  * was cold, or while a replay is under way. */
 void specx_history_note_mapping(int fd, uint64_t off, uint64_t len, bool cold);
 
+/* Whether reads are noted in this process at all (a trace is mapped). */
+bool specx_history_on(void);
+
 /* Whether a replay is under way: reads in memory matter too, so they must stay checked. */
 bool specx_history_watching(void);
 
