@@ -165,6 +165,23 @@ def test_output_and_files_are_the_same_with_and_without_history(home):
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in paths] == before
 
 
+def test_the_next_run_finds_what_the_last_one_has_just_written(home):
+    """Without a report specx run becomes the command, and its keeper writes the history just
+    after the command has ended: the next run of the command waits for it (a lock the keeper
+    holds from before the command starts), so it replays the newest history."""
+    top, specx = home
+    paths = user_files(top, n=3)
+    for _ in range(5):
+        evict(*paths)
+        first = specx("run", "--history=record", "--", "md5sum", *paths)
+        assert first.returncode == 0, first.stderr
+        evict(*paths)
+        proc = specx("run", "--history=replay", "--json", "-", "--", "md5sum", *paths)
+        got = history_json(proc.stdout)
+        assert got["replayed"] and got["entries"] >= len(paths), got
+        specx("history", "forget", "--", "md5sum", *paths)
+
+
 def test_a_wrong_history_is_stopped_by_the_control(home):
     """The same program with other arguments lends its start-up reads; where the program
     reads none of them, the control counts them unused and stops the replay (no timing: the

@@ -25,6 +25,10 @@
 /* How often the keeper looks at the trace: often enough to stay ahead of a program that
  * reads a file every millisecond or two, with a batch of prefetches each time. */
 #define TICK_MS 5
+/* How long a run waits for the last run of the same command to write its history: a few
+ * milliseconds when it has just ended; a run of it still going holds it longer, and then this
+ * one goes on with the history before. */
+#define LOCK_WAIT_MS 100
 
 bool history_mode_parse(const char *name, enum history_mode *mode)
 {
@@ -77,10 +81,31 @@ static bool make_trace(struct history_keeper *k)
     return true;
 }
 
+static void release(struct history_keeper *k)
+{
+    free(k->sampler);
+    k->sampler = NULL;
+    history_plan_free(k->plan);
+    k->plan = NULL;
+    history_free(&k->old);
+    history_store_close(&k->store);
+    if (k->trace)
+        munmap(k->trace, SPECX_TRACE_SIZE);
+    k->trace = NULL;
+    if (k->trace_fd >= 0)
+        close(k->trace_fd);
+    if (k->pidfd >= 0)
+        close(k->pidfd);
+    if (k->lock_fd >= 0)
+        close(k->lock_fd);
+    k->trace_fd = k->pidfd = k->lock_fd = -1;
+}
+
 bool history_keeper_prepare(struct history_keeper *k, enum history_mode mode,
                             char *const argv[])
 {
-    *k = (struct history_keeper){ .mode = mode, .trace_fd = -1, .pidfd = -1, .argv = argv };
+    *k = (struct history_keeper){ .mode = mode, .trace_fd = -1, .pidfd = -1, .lock_fd = -1,
+                                  .argv = argv };
     struct command_key key;
     char err[PATH_MAX + 128];
     if (mode == HISTORY_OFF || !getcwd(k->cwd, sizeof k->cwd) ||
@@ -91,12 +116,17 @@ bool history_keeper_prepare(struct history_keeper *k, enum history_mode mode,
             specx_warn("%s", err);
         return false;
     }
+    /* The last run of this command may be writing its history still (it ended a moment ago). */
+    int shared = history_lock(&k->store, key.key, false, LOCK_WAIT_MS);
     if (mode != HISTORY_RECORD)
         load_old(k, &key);
+    if (shared >= 0)
+        close(shared);
+    if (mode != HISTORY_REPLAY)
+        k->lock_fd = history_lock(&k->store, key.key, true, 0);
     if (!make_trace(k)) {
         specx_warn("no history for this run: cannot make its trace: %s", strerror(errno));
-        history_free(&k->old);
-        history_store_close(&k->store);
+        release(k);
         return false;
     }
     k->plan = history_plan_new(&k->old, k->counts.near, &k->counts);
@@ -143,27 +173,12 @@ static void keep(struct history_keeper *k)
                                          .argv = k->argv, .cwd = k->cwd,
                                          .run_ns = specx_now_ns() - k->trace->start_ns };
         history_record(&rec, &k->counts);
+        if (k->lock_fd >= 0)
+            close(k->lock_fd); /* written: the next run may load it */
+        k->lock_fd = -1;
     } else if (k->counts.replayed && !k->counts.near) {
         history_touch(&k->store, &k->old);
     }
-}
-
-static void release(struct history_keeper *k)
-{
-    free(k->sampler);
-    k->sampler = NULL;
-    history_plan_free(k->plan);
-    k->plan = NULL;
-    history_free(&k->old);
-    history_store_close(&k->store);
-    if (k->trace)
-        munmap(k->trace, SPECX_TRACE_SIZE);
-    k->trace = NULL;
-    if (k->trace_fd >= 0)
-        close(k->trace_fd);
-    if (k->pidfd >= 0)
-        close(k->pidfd);
-    k->trace_fd = k->pidfd = -1;
 }
 
 static void *keeper_thread(void *arg)
@@ -219,10 +234,12 @@ static void become_keeper_process(const struct history_keeper *k)
         dup2(null, STDERR_FILENO);
         close(null);
     }
-    int keep[3] = { k->trace_fd, k->pidfd, k->store.fd };
-    qsort(keep, 3, sizeof keep[0], ascending);
+    int keep[4] = { k->trace_fd, k->pidfd, k->store.fd, k->lock_fd };
+    qsort(keep, 4, sizeof keep[0], ascending);
     unsigned from = STDERR_FILENO + 1;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
+        if (keep[i] < (int)from)
+            continue; /* -1: none */
         if ((unsigned)keep[i] > from)
             close_range(from, (unsigned)keep[i] - 1, 0);
         from = (unsigned)keep[i] + 1;

@@ -31,6 +31,7 @@ struct history_keeper {
     struct history old;          /* the history replayed (none: nentries 0) */
     struct history_plan *plan;
     int trace_fd;                /* the memory file of the trace */
+    int lock_fd;                 /* history_lock, held until the history is written */
     struct specx_trace_header *trace;
     int pidfd;                   /* the command, once started */
     pthread_t thread;

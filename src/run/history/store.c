@@ -88,6 +88,34 @@ static bool is_history_name(const char *name)
            strcmp(rest, SUFFIX) == 0;
 }
 
+/* ---- the lock ---- */
+
+#define LOCK_NAME "lock"
+
+int history_lock(const struct history_store *s, uint64_t key, bool exclusive, int wait_ms)
+{
+    int fd = openat(s->fd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        close(fd);
+        return -1;
+    }
+    /* One byte per key, anywhere in the first 2^40: two keys share one only by chance, and
+     * then merely wait for each other. */
+    struct flock lock = { .l_type = exclusive ? F_WRLCK : F_RDLCK, .l_whence = SEEK_SET,
+                          .l_start = (off_t)(key >> 24), .l_len = 1 };
+    for (int waited = 0; fcntl(fd, F_OFD_SETLK, &lock) < 0; waited++) {
+        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || waited >= wait_ms) {
+            close(fd);
+            return -1;
+        }
+        usleep(1000);
+    }
+    return fd;
+}
+
 /* ---- reading ---- */
 
 /* The whole of file NAME, if it may be trusted as ours: a regular file (no link followed),

@@ -65,6 +65,13 @@ void history_store_close(struct history_store *s);
 /* The name of a command's history file. */
 void history_name(uint64_t program, uint64_t key, char *name, size_t size);
 
+/* A lock on KEY's history (an OFD lock on a byte of the store's lock file): a run holds it
+ * EXCLUSIVE from before its command starts until its history is written, so that the next run
+ * of the same command, which takes it shared before it loads, finds the newest history, not
+ * the one before. Waits up to WAIT_MS for it; the descriptor holding it (close to release),
+ * or -1 (not to be had in time: the run goes on without it). */
+int history_lock(const struct history_store *s, uint64_t key, bool exclusive, int wait_ms);
+
 /* Loads history NAME. 0; 1 if there is none; -1 with a one-line reason in ERR (refused). */
 int history_load(const struct history_store *s, const char *name, struct history *h,
                  char *err, size_t errsize);
