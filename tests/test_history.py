@@ -312,6 +312,20 @@ def test_a_corrupt_or_hostile_history_is_refused_in_one_line(home, damage):
     only_line(show.stderr, "refused", words)
 
 
+def test_a_history_under_another_commands_name_is_refused(home):
+    """A valid history is valid for its own command only: the name it is found under must be
+    the one its contents give."""
+    top, specx = home
+    paths = user_files(top, n=1)
+    name = record(specx, top, paths)
+    program, key = name.stem.split("-")
+    other = name.with_name(f"{program}-{int(key, 16) ^ 1:016x}.hist")
+    name.rename(other)
+    show = specx("history", "show", other.name)
+    assert show.returncode == 1
+    only_line(show.stderr, "refused", "another command's")
+
+
 def test_history_is_never_readable_by_another_user(home):
     top, specx = home
     paths = user_files(top, n=1)

@@ -255,6 +255,12 @@ int history_load(const struct history_store *s, const char *name, struct history
     if (!buf)
         return errno == ENOENT ? 1 : -1;
     const char *why = parse(buf, len, h);
+    char own[64];
+    if (!why) {
+        history_name(h->program, h->key, own, sizeof own);
+        if (strcmp(own, name) != 0)
+            why = "it is another command's";
+    }
     if (why) {
         free(buf);
         *h = (struct history){ 0 };
@@ -275,8 +281,7 @@ void history_free(struct history *h)
 
 struct latest {
     const struct history_store *s;
-    char prefix[24];
-    uint64_t skip_key;
+    char prefix[24], skip[64]; /* names of the program's histories; the one to leave out */
     char name[64];
     int64_t mtime;
 };
@@ -284,14 +289,9 @@ struct latest {
 static void consider(const char *name, void *arg)
 {
     struct latest *l = arg;
-    char skip[64];
-    uint64_t program;
-    if (strncmp(name, l->prefix, strlen(l->prefix)) != 0 ||
-        sscanf(name, "%16" SCNx64, &program) != 1)
-        return;
-    history_name(program, l->skip_key, skip, sizeof skip);
     struct stat st;
-    if (strcmp(name, skip) == 0 || fstatat(l->s->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    if (strncmp(name, l->prefix, strlen(l->prefix)) != 0 || strcmp(name, l->skip) == 0 ||
+        fstatat(l->s->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return;
     if (!l->name[0] || st.st_mtim.tv_sec > l->mtime) {
         snprintf(l->name, sizeof l->name, "%s", name);
@@ -302,8 +302,9 @@ static void consider(const char *name, void *arg)
 int history_load_latest_of(const struct history_store *s, uint64_t program, uint64_t skip_key,
                            struct history *h, char *err, size_t errsize)
 {
-    struct latest l = { .s = s, .skip_key = skip_key };
+    struct latest l = { .s = s };
     snprintf(l.prefix, sizeof l.prefix, "%016" PRIx64 "-", program);
+    history_name(program, skip_key, l.skip, sizeof l.skip);
     history_each(s, consider, &l);
     if (!l.name[0]) {
         *h = (struct history){ 0 };
