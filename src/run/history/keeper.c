@@ -112,7 +112,11 @@ bool history_keeper_prepare(struct history_keeper *k, enum history_mode mode,
         command_key_of(argv, k->cwd, &key) < 0)
         return false;
     if (history_store_open(&k->store, mode != HISTORY_REPLAY, err, sizeof err) < 0) {
-        if (errno != ENOENT || mode != HISTORY_REPLAY)
+        /* A store someone else could steer is always said; one that cannot be made (no
+         * home, a read-only one) only where history was asked for by name, so that the
+         * default adds nothing to the command's error output there. */
+        bool untrusted = errno == EPERM || errno == ELOOP || errno == ENOTDIR;
+        if (untrusted || (mode == HISTORY_RECORD) || (mode == HISTORY_REPLAY && errno != ENOENT))
             specx_warn("%s", err);
         return false;
     }
