@@ -27,6 +27,9 @@ SPECX = BUILD / "specx"
 # The harness's modules the tests import ask the specx that started them (`specx bench` says
 # which): here, the build's.
 os.environ.setdefault("SPECX_EXE", str(SPECX))
+# Each test's runs start without what earlier runs of the suite read (specx run's history,
+# docs/design/history.md): the tests that are about history ask for it by name.
+os.environ.setdefault("SPECX_RUN_HISTORY", "off")
 IS_ROOT = os.geteuid() == 0
 LONG = os.environ.get("SPECX_TEST_LONG") == "1"
 # SPECX_TEST_BUSY=N runs the session beside N CPU-bound processes, as on a loaded CI machine.

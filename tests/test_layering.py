@@ -2,10 +2,11 @@
 
 Every folder of src/ is a layer. From the top: cli, the dispatcher; the commands run, share,
 idle, slowfs and doctor, peers that never use each other; inside run, the launcher above the
-supervisor above the preload runtime's layers (entry, the interposed libc names; copy, the
-copy's life cycle and its reads; refork and faults, peers: the fast refork, and speculation on
-the copy's page faults; running, what a running copy is made of; core, per-process state,
-statistics, the control region; sandbox; policy); kernel; common at the bottom.
+supervisor and the history (peers: the history stands on the runtime's policy layer alone)
+above the preload runtime's layers (entry, the interposed libc names; copy, the copy's life
+cycle and its reads; refork and faults, peers: the fast refork, and speculation on the copy's
+page faults; running, what a running copy is made of; core, per-process state, statistics,
+the control region; sandbox; policy); kernel; common at the bottom.
 
 A unit is a header together with the .c files behind it: its own (x.h and x.c), and any other
 of its folder that defines what it declares (lazy_memory.h fronts lazy_regions.c and
@@ -42,7 +43,8 @@ LAYERS = {
     "run/runtime/copy": ["run/runtime/refork", "run/runtime/faults"],
     "run/runtime/entry": ["run/runtime/copy"],
     "run/supervisor": ["run/runtime/sandbox"],
-    "run": ["run/supervisor"],
+    "run/history": ["run/runtime/policy"],
+    "run": ["run/supervisor", "run/history"],
     "share": ["kernel"],
     "idle": ["kernel"],
     "slowfs": ["kernel"],

@@ -239,6 +239,9 @@ def main(argv=None):
 
 
 def run_command(argv):
+    # The modes measure each run on its own: with a command's history (docs/design/history.md)
+    # every run of a workload after the first would start with what the one before it read.
+    os.environ.setdefault("SPECX_RUN_HISTORY", "off")
     if argv[:1] == ["share"]:   # an experiment of its own shape: specx bench share --help
         from . import share_bench
         return share_bench.main(argv[1:])

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/paths.h"
+#include "run/history/history_cli.h"
 #include "run/run.h"
 #include "common/util.h"
 
@@ -20,6 +21,8 @@ static const struct command {
 } commands[] = {
     { "run",    "run a program with speculative pre-execution for I/O prefetching",
       specx_run_main },
+    { "history", "see and forget what specx run keeps of commands' earlier runs",
+      specx_history_main },
     { "share",  "run memory-hungry jobs in turns, prefetching the next one's memory", NULL },
     { "idle",   "run a command on idle CPU, disk and memory only, its file changes isolated",
       NULL },

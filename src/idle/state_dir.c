@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "idle/beneath.h"
+#include "common/private_dir.h"
 #include "common/util.h"
 
 /* A run's state being removed: NAME.gone. */
@@ -38,85 +39,19 @@ static bool choose_place(char *base, size_t size, const char **below)
     return home && home[0] == '/' && snprintf(base, size, "%s", home) < (int)size;
 }
 
-/* PATH (open as FD) may hold the state, or lead to it: a directory owned by us (or, for the
- * place it starts from, by root) that nobody else can write; the state's own directory is
- * also unreadable to others. */
-static int check_dir(int fd, const char *path, bool first, bool last, char *err, size_t errsize)
-{
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return specx_format_error(err, errsize, "%s: %s", path, strerror(errno));
-    if (st.st_uid != geteuid() && !(first && st.st_uid == 0))
-        return specx_format_error(err, errsize, "%s is owned by uid %u, not by us: the runs' "
-                                  "state is not kept there", path, (unsigned)st.st_uid);
-    if ((st.st_mode & (last ? 077 : 022)) != 0)
-        return specx_format_error(err, errsize, "%s has mode %04o, open to others: the runs' "
-                                  "state is not kept there", path, (unsigned)st.st_mode & 07777);
-    return 0;
-}
-
-/* Opens NAME in directory AT (PATH), making it first where MAKE: a link there is refused. A
- * directory made is durable in AT at once (EINVAL: a file system that cannot sync one): the
- * journal of a commit below it must outlive a power cut. */
-static int open_component(int at, const char *name, const char *path, bool make, char *err,
-                          size_t errsize)
-{
-    bool made = make && mkdirat(at, name, 0700) == 0;
-    if ((make && !made && errno != EEXIST) || (made && fsync(at) < 0 && errno != EINVAL))
-        return specx_format_error(err, errsize, "cannot make %s: %s", path, strerror(errno));
-    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0 || errno == ENOENT) {
-        int e = errno;
-        if (fd < 0)
-            specx_format_error(err, errsize, "%s does not exist", path);
-        errno = e;
-        return fd;
-    }
-    int e = errno;
-    specx_format_error(err, errsize, "%s is %s: the runs' state is not kept there", path,
-                       e == ELOOP || e == ENOTDIR ? "a symbolic link or not a directory"
-                                                  : strerror(e));
-    errno = e;
-    return -1;
-}
-
 int idle_state_root_open(struct idle_state_root *r, bool make, char *err, size_t errsize)
 {
     const char *below;
+    char base[PATH_MAX];
     r->fd = -1;
-    if (!choose_place(r->path, sizeof r->path, &below)) {
+    if (!choose_place(base, sizeof base, &below)) {
         errno = ENOENT;
         return specx_format_error(err, errsize, "no private place for the runs' state "
                                   "(neither XDG_STATE_HOME nor HOME is an absolute path)");
     }
-    int fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return specx_format_error(err, errsize, "%s: %s", r->path, strerror(errno));
-    if (check_dir(fd, r->path, true, false, err, errsize) < 0) {
-        close(fd);
-        errno = EPERM;
-        return -1;
-    }
-    for (const char *name = below; *name;) {
-        size_t n = strcspn(name, "/"), len = strlen(r->path);
-        bool last = name[n] == '\0';
-        char component[NAME_MAX + 1];
-        snprintf(component, sizeof component, "%.*s", (int)n, name);
-        snprintf(r->path + len, sizeof r->path - len, "/%s", component);
-        int next = open_component(fd, component, r->path, make, err, errsize);
-        close(fd);
-        if (next < 0)
-            return -1;
-        if (check_dir(next, r->path, false, last, err, errsize) < 0) {
-            close(next);
-            errno = EPERM;
-            return -1;
-        }
-        fd = next;
-        name += n + !last;
-    }
-    r->fd = fd;
-    return 0;
+    r->fd = specx_private_dir_open(base, below, make, "the runs' state", r->path,
+                                   sizeof r->path, err, errsize);
+    return r->fd < 0 ? -1 : 0;
 }
 
 void idle_state_root_close(struct idle_state_root *r)

@@ -24,7 +24,9 @@
 
 #include "kernel/clock.h"
 #include "common/paths.h"
+#include "run/history/keeper.h"
 #include "run/run.h"
+#include "common/history_trace.h"
 #include "common/run_env.h"
 #include "run/run_oom_guard.h"
 #include "run/run_report.h"
@@ -44,6 +46,8 @@ struct options {
     const char *refork; /* "basic" or "fast" (--refork, or implied by --cow); NULL: default */
     const char *cow;    /* "basic" or "one-way" as given */
     const char *backend; /* "auto", "preload" or "trace" */
+    enum history_mode history;
+    bool history_given;  /* --history on the command line */
 };
 
 static void usage(FILE *out)
@@ -77,6 +81,10 @@ static void usage(FILE *out)
         "                    program, or a supervisor outside it (trace) that clones the\n"
         "                    program's stalled threads; auto (the default) takes trace for\n"
         "                    statically linked and Go programs, preload for the rest\n"
+        "      --history=off|record|replay|auto\n"
+        "                    what the command's earlier runs read, brought in ahead of\n"
+        "                    it (replay), and what this run reads, kept for the next\n"
+        "                    (record); auto (the default) does both; see specx-history(1)\n"
         "  -v, --verbose     the runtime reports speculation events on stderr (and the\n"
         "                    OOM guard each process whose memory it freed)\n"
         "  -h, --help        show this help\n"
@@ -122,6 +130,17 @@ static const char *combined_refork_mode(const char *refork, const char *cow)
     return implied;
 }
 
+/* auto, unless SPECX_RUN_HISTORY names another mode (a test suite's or a benchmark's runs
+ * that must not learn from each other). */
+static enum history_mode default_history(void)
+{
+    enum history_mode mode = HISTORY_AUTO;
+    const char *s = getenv("SPECX_RUN_HISTORY");
+    if (s && !history_mode_parse(s, &mode))
+        specx_die(2, "invalid history mode '%s' in SPECX_RUN_HISTORY", s);
+    return mode;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
     static const struct option longopts[] = {
@@ -130,10 +149,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         { "verbose", no_argument, NULL, 'v' },  { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },  { "refork", required_argument, NULL, 'R' },
         { "cow", required_argument, NULL, 'C' }, { "backend", required_argument, NULL, 'B' },
-        { "no-memory-control", no_argument, NULL, 'M' }, { NULL, 0, NULL, 0 },
+        { "no-memory-control", no_argument, NULL, 'M' },
+        { "history", required_argument, NULL, 'Y' }, { NULL, 0, NULL, 0 },
     };
     *o = (struct options){ .speculation = true, .memory_control = true,
-                           .horizon = SPECX_HORIZON_DEFAULT, .backend = "auto" };
+                           .horizon = SPECX_HORIZON_DEFAULT, .backend = "auto",
+                           .history = default_history() };
     int c;
     uint64_t v;
     /* '+': options end at COMMAND, whose own options are its business; ':': errors are ours
@@ -157,6 +178,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'R': o->refork = refork_mode(optarg); break;
         case 'C': o->cow = cow_mode(optarg); break;
         case 'B': o->backend = backend_name(optarg); break;
+        case 'Y':
+            if (!history_mode_parse(optarg, &o->history))
+                specx_die(2, "invalid history mode '%s' (expected off, record, replay or auto)",
+                          optarg);
+            o->history_given = true;
+            break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("specx run %s\n", SPECX_VERSION); exit(0);
         case ':':
@@ -190,6 +217,10 @@ static void set_preload(const char *lib)
     setenv("LD_PRELOAD", both, 1);
 }
 
+/* Whether this run's trace is named in the environment (history_keeper_export). */
+static bool history_exported;
+static struct history_keeper keeper;
+
 /* STATS: where the runtime keeps its counters, or NULL when nobody will read them. LIB:
  * the runtime to preload, or NULL (--backend=trace: the supervisor alone speculates). */
 static void prepare_environment(const struct options *o, const char *lib, const char *stats)
@@ -199,6 +230,8 @@ static void prepare_environment(const struct options *o, const char *lib, const 
     /* The dispatcher's variables are for specx's own components, not the command. */
     unsetenv(SPECX_EXE_ENV);
     unsetenv(SPECX_PATH_ENV);
+    if (!history_exported)
+        unsetenv(SPECX_HISTORY_TRACE_ENV); /* an outer run's trace is not this run's */
     if (lib)
         set_preload(lib);
     if (stats)
@@ -267,6 +300,8 @@ static int exec_failure(const char *cmd, int err)
 /* Without a report nothing is left to do after the command: become it. */
 static int become_command(char **argv, const struct options *o, const char *lib)
 {
+    if (history_keeper_prepare(&keeper, o->history, argv))
+        history_exported = history_keeper_detach(&keeper);
     prepare_environment(o, lib, NULL);
     if (o->speculation)
         run_oom_guard_start(getpid(), o->verbose);
@@ -348,6 +383,12 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
         specx_die(126, "cannot create a pipe: %s", strerror(errno));
+    bool keeping = history_keeper_prepare(&keeper, o->history, argv);
+    if (keeping && lib) {
+        history_keeper_export(&keeper, getpid());
+        history_exported = true;
+    }
+    keeper.outside = !lib; /* no runtime in the command to note its reads: sample them */
     uint64_t t0 = specx_now_ns();
     pid_t pid = fork();
     if (pid < 0)
@@ -359,6 +400,8 @@ static int run_command(char **argv, const struct options *o, const char *lib,
     }
     command_pid = pid;
     close(pipefd[1]);
+    if (keeping)
+        history_keeper_start_thread(&keeper, pid);
     let_go_of_inherited(o->json && strcmp(o->json, "-") == 0);
     if (o->speculation)
         run_oom_guard_start(pid, o->verbose);
@@ -375,6 +418,8 @@ static int run_command(char **argv, const struct options *o, const char *lib,
                                        o->horizon);
     int status = wait_command(pid);
     r->elapsed_ns = specx_now_ns() - t0;
+    history_keeper_finish_thread(&keeper);
+    r->history = keeper.counts;
     if (sampling)
         r->outside = run_sampler_stop(&sampler);
     if (sampling && r->supervised && o->speculation)
@@ -472,6 +517,10 @@ int specx_run_main(int argc, char **argv)
     /* Not both: the runtime loaded into a program the supervisor serves would only map its
      * statistics into it, shared memory the supervisor's copies may not have. */
     const char *preload = supervised ? NULL : lib;
+    /* --no-spec is the baseline without prefetching of any kind, unless history is asked
+     * for by name. */
+    if (!o.speculation && !o.history_given)
+        o.history = HISTORY_OFF;
     if (!o.report && !o.json && !supervised)
         return become_command(cmd, &o, preload);
     struct report_files files = open_reports(&o);

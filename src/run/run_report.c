@@ -245,6 +245,37 @@ static void print_supervisor(FILE *out, const struct supervisor_counts *c)
         fputc('\n', out);
 }
 
+/* What the command's history did in this run (docs/design/history.md). */
+static void print_history(FILE *out, const struct history_counts *h)
+{
+    if (!h->active)
+        return;
+    if (h->replayed) {
+        fprintf(out, "  %-40s %12u  ranges of %u files%s%s\n", "history replayed", h->entries,
+                h->files, h->near ? ", another run's start-up (same program)" : "",
+                h->stopped ? "; stopped: it did not pay" : "");
+        fprintf(out, "  %-40s %12.1f  MiB; %.1f MiB in memory already\n",
+                "  brought in ahead of the program", (double)h->prefetched_bytes / 1048576.0,
+                (double)h->cached_bytes / 1048576.0);
+        if (h->outside)
+            fprintf(out, "  %-40s %12.1f  MiB; seen from outside: only reads that waited\n",
+                    "  read by the program (history served)", (double)h->used_bytes / 1048576.0);
+        else
+            fprintf(out, "  %-40s %12.1f  MiB; ranges read: %" PRIu64 " in memory, %" PRIu64
+                    " still arriving\n", "  read by the program (history served)",
+                    (double)h->used_bytes / 1048576.0, h->served_reads, h->late_reads);
+        fprintf(out, "  %-40s %12.1f  MiB\n", "  brought in and unused",
+                (double)h->unused_bytes / 1048576.0);
+        if (h->stale_files)
+            fprintf(out, "  %-40s %12u  changed since: their ranges dropped\n",
+                    "  stale files", h->stale_files);
+    }
+    if (h->saved)
+        fprintf(out, "  %-40s %12" PRIu64 "  ranges, %.1f MiB read; kept in %.1f KiB\n",
+                "history recorded", h->recorded_entries,
+                (double)h->recorded_bytes / 1048576.0, (double)h->recorded_size / 1024.0);
+}
+
 void run_report_table(FILE *out, const struct run_result *r)
 {
     const char *why;
@@ -269,6 +300,7 @@ void run_report_table(FILE *out, const struct run_result *r)
     print_outside_view(out, &r->outside);
     if (served_by && strcmp(served_by, "supervisor") == 0) {
         print_supervisor(out, &r->supervisor);
+        print_history(out, &r->history);
         return;
     }
     fprintf(out, "  %-40s %12s  %s\n", "", "count", "");
@@ -323,6 +355,7 @@ void run_report_table(FILE *out, const struct run_result *r)
     fputc('\n', out);
     if (r->stats.lost)
         fprintf(out, "  %-40s %12u\n", "processes not counted (table full)", r->stats.lost);
+    print_history(out, &r->history);
     fprintf(out, "  %-40s %12s  %.3f s\n", "elapsed", "", seconds(r->elapsed_ns));
     print_why_not(out, r);
     if (r->stats.nprocs > 1) {
@@ -420,6 +453,26 @@ static void json_supervisor(FILE *out, const struct run_result *r)
             s->opens, c->retired ? "true" : "false");
 }
 
+static void json_history(FILE *out, const struct history_counts *h)
+{
+    if (!h->active) {
+        fprintf(out, "null");
+        return;
+    }
+    fprintf(out, "{\"replayed\": %s, \"near\": %s, \"stopped\": %s, \"outside\": %s"
+            ", \"entries\": %u"
+            ", \"files\": %u, \"stale_files\": %u, \"prefetched_bytes\": %" PRIu64
+            ", \"cached_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
+            ", \"unused_bytes\": %" PRIu64 ", \"served_reads\": %" PRIu64
+            ", \"late_reads\": %" PRIu64 ", \"saved\": %s, \"recorded_entries\": %" PRIu64
+            ", \"recorded_bytes\": %" PRIu64 ", \"recorded_size\": %" PRIu64 "}",
+            h->replayed ? "true" : "false", h->near ? "true" : "false",
+            h->stopped ? "true" : "false", h->outside ? "true" : "false", h->entries, h->files, h->stale_files,
+            h->prefetched_bytes, h->cached_bytes, h->used_bytes, h->unused_bytes,
+            h->served_reads, h->late_reads, h->saved ? "true" : "false", h->recorded_entries,
+            h->recorded_bytes, h->recorded_size);
+}
+
 void run_report_json(FILE *out, const struct run_result *r)
 {
     fprintf(out, "{\n  \"command\": ");
@@ -445,6 +498,8 @@ void run_report_json(FILE *out, const struct run_result *r)
         fprintf(out, "null");
     fprintf(out, ",\n  \"supervisor\": ");
     json_supervisor(out, r);
+    fprintf(out, ",\n  \"history\": ");
+    json_history(out, &r->history);
     fprintf(out, ",\n");
     fprintf(out, "  \"speculation\": %s,\n  \"horizon\": %u,\n",
             r->speculation ? "true" : "false", r->horizon);

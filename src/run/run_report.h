@@ -8,6 +8,7 @@
 
 #include "run/elf_kind.h"
 #include "run/figures.h"
+#include "run/history/keeper.h"
 #include "run/run_stats.h"
 
 struct run_result {
@@ -24,6 +25,7 @@ struct run_result {
     struct outside_view outside; /* a command the runtime cannot enter, sampled */
     bool supervised;             /* the supervisor speculated (--backend, or auto) */
     struct supervisor_counts supervisor;
+    struct history_counts history; /* what history did (keeper.h) */
 };
 
 void run_report_table(FILE *out, const struct run_result *r);

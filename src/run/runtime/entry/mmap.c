@@ -16,6 +16,7 @@
 #include "run/runtime/copy/copy.h"
 #include "run/runtime/faults/fault_speculation.h"
 #include "run/runtime/refork/lazy_memory.h"
+#include "run/runtime/core/history.h"
 #include "run/runtime/core/runtime.h"
 #include "run/runtime/entry/real.h"
 #include "kernel/residency.h"
@@ -42,8 +43,13 @@ static void after_mapping(void *addr, size_t len, int prot, int flags, int fd, o
     int saved = errno;
     if (specx.role == SPECX_ROLE_SPEC)
         specx_fault_speculation_add(addr, len, prot, fd, off);
-    else if (specx.role == SPECX_ROLE_NORMAL && specx.spec_allowed && specx_calls_begin()) {
-        if (!all_in_memory(fd, (uint64_t)off, len))
+    else if (specx.role == SPECX_ROLE_NORMAL && (specx.spec_allowed || specx_history_on()) &&
+             specx_calls_begin()) {
+        /* History notes the mapping even where speculation has been turned off. */
+        bool cold = !all_in_memory(fd, (uint64_t)off, len);
+        if (cold || specx_history_watching())
+            specx_history_note_mapping(fd, (uint64_t)off, len, cold);
+        if (cold && specx.spec_allowed)
             specx_copy_on_mapping(addr, fd, len); /* the copy goes on from here too */
         specx_calls_end();
     }

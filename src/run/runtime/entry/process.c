@@ -11,6 +11,7 @@
 #include "run/runtime/copy/copy.h"
 #include "run/runtime/running/copy_timer.h"
 #include "kernel/copy_hazards.h"
+#include "run/runtime/core/history.h"
 #include "run/runtime/core/runtime.h"
 #include "run/runtime/core/stats.h"
 #include "run/runtime/entry/real.h"
@@ -65,6 +66,7 @@ __attribute__((constructor)) static void specx_init(void)
     specx.horizon = horizon_from_env();
     specx.spec_allowed = !env_is_one(SPECX_DISABLE_ENV);
     specx.memory_control = !env_is_one(SPECX_NO_MEMORY_CONTROL_ENV);
+    specx_history_init();
     specx_start_process();
     specx.role = SPECX_ROLE_NORMAL;
 }

@@ -8,6 +8,7 @@
 #include "run/runtime/copy/copy.h"
 #include "run/runtime/copy/copy_read.h"
 #include "run/runtime/core/control.h"
+#include "run/runtime/core/history.h"
 #include "run/runtime/core/runtime.h"
 #include "run/runtime/entry/real.h"
 #include "kernel/residency.h"
@@ -136,7 +137,7 @@ static bool prefetches_outstanding(void)
 static bool timing_only(void)
 {
     return __atomic_load_n(&hits_in_a_row, __ATOMIC_RELAXED) >= HITS_BEFORE_TIMING_ONLY &&
-           specx.copy.pid <= 0 && !prefetches_outstanding();
+           specx.copy.pid <= 0 && !prefetches_outstanding() && !specx_history_watching();
 }
 
 static void count_hit_run(bool miss)
@@ -230,6 +231,7 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     r->t0 = specx_now_ns();
     if (prefetches_issued() && (have_st || is_regular(fd, &st)))
         track_prefetches(r, &st);
+    specx_history_note(fd, have_st ? &st : NULL, r->off, r->len, r->miss, r->used > 0);
     const struct specx_stall stall = { fd, r->off, r->len };
     if (r->miss) {
         if (specx_copy_on_stall(&stall)) {
