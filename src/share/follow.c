@@ -42,12 +42,26 @@ struct followed {
  * sees jobs without end). */
 struct ended {
     char *group;
+    unsigned number;
     unsigned turns, turns_ended;
     uint64_t turn_ns_total, prefetched, unused;
 };
 
+/* A turn seen, for the JSON report: its job, when it began, the job predicted for it (0:
+ * none) and whether the prediction counted. */
+struct seen_turn {
+    unsigned job, predicted;
+    bool counted;
+    uint64_t start_ns;
+};
+/* A daemon's report keeps the first this many turns. */
+#define SEEN_TURNS_MAX 100000
+
 struct follow {
     const struct share_options *opt;
+    uint64_t start_ns;
+    struct seen_turn *turns;
+    size_t nturns, turns_cap;
     struct followed **g;   /* each allocated on its own: the prefetcher holds their jobs */
     size_t n, cap;
     struct followed *current, *predicted;
@@ -125,6 +139,15 @@ static uint64_t model_start(const struct follow *f, const struct followed *g,
     return lead >= turn ? g->turn_start : g->turn_start + turn - lead;
 }
 
+static void note_turn(struct follow *f, const struct followed *g, uint64_t now, bool counted)
+{
+    if (f->nturns < SEEN_TURNS_MAX &&
+        specx_grow(&f->turns, &f->turns_cap, f->nturns, sizeof *f->turns, 64))
+        f->turns[f->nturns++] = (struct seen_turn){
+            .job = g->job.number, .predicted = f->predicted ? f->predicted->job.number : 0,
+            .counted = counted && f->predicted, .start_ns = now - f->start_ns };
+}
+
 /* G's turn begins. The first turn of a job Slurm started after ours was no one's to predict,
  * and need not follow a turn that ended (gang scheduling may let a new job run beside the one
  * whose turn it is, and suspend one of them once it has looked): it counts neither way, and
@@ -136,14 +159,20 @@ static void turn_begins(struct follow *f, struct followed *g, uint64_t now)
     bool first_of_new = g->found_late && g->job.turns == 1;
     bool followed_ended = f->current && f->current != g &&
                           (f->current->frozen || f->current->gone);
-    if (first_of_new && !followed_ended && f->current)
+    if (first_of_new && !followed_ended && f->current) {
+        note_turn(f, g, now, false);
         return;
+    }
     if (followed_ended)
         f->current->successor = g;
     if (f->predicted && !first_of_new)
         f->predicted == g ? f->right++ : f->wrong++;
+    note_turn(f, g, now, !first_of_new);
     f->current = g;
-    if (f->opt->prefetch == PREFETCH_SWITCH)
+    /* With the model, until B is known (measured on a prefetch) the prefetch happens at the
+     * switch, as in specx share's own rotation. */
+    if (f->opt->prefetch == PREFETCH_SWITCH ||
+        (f->opt->prefetch == PREFETCH_MODEL && f->bandwidth <= 0))
         share_prefetcher_request(&(struct share_prefetch_request){ .job = &g->job,
                                                                    .turn = &g->job });
     f->predicted = predict_after(f, g);
@@ -213,7 +242,8 @@ static void found_job(void *ctx, const struct specx_cgroup *cg)
 /* G's figures, in the form an ended job's are kept (its group's name G's own). */
 static struct ended summary(const struct followed *g)
 {
-    return (struct ended){ .group = (char *)g->job.mem.dir, .turns = g->job.turns,
+    return (struct ended){ .group = (char *)g->job.mem.dir, .number = g->job.number,
+                           .turns = g->job.turns,
                            .turns_ended = g->turns_ended, .turn_ns_total = g->turn_ns_total,
                            .prefetched = g->job.prefetched_bytes, .unused = g->job.unused_bytes };
 }
@@ -334,12 +364,21 @@ static int write_json(const struct follow *f, const char *file)
             f->right, f->wrong);
     for (size_t i = 0; i < rows; i++) {
         struct ended e = row(f, i);
-        fputs("    {\"group\": ", out);
+        fprintf(out, "    {\"job\": %u, \"group\": ", e.number);
         specx_json_string(out, e.group);
         fprintf(out, ", \"turns\": %u, \"mean_turn_s\": %.6f, \"prefetched_bytes\": %llu, "
                      "\"prefetched_unused_bytes\": %llu}%s\n", e.turns, mean_turn_s(&e),
                 (unsigned long long)e.prefetched, (unsigned long long)e.unused,
                 i + 1 < rows ? "," : "");
+    }
+    fputs("  ],\n  \"turns\": [\n", out);
+    for (size_t i = 0; i < f->nturns; i++) {
+        const struct seen_turn *t = &f->turns[i];
+        fprintf(out, "    {\"job\": %u, \"start_s\": %.3f, \"predicted\": ", t->job,
+                (double)t->start_ns / 1e9);
+        fprintf(out, t->predicted ? "%u" : "null", t->predicted);
+        fprintf(out, ", \"counted\": %s}%s\n", t->counted ? "true" : "false",
+                i + 1 < f->nturns ? "," : "");
     }
     fputs("  ]\n}\n", out);
     return out == stdout ? fflush(out) : fclose(out);
@@ -374,7 +413,7 @@ static bool wait_a_little(struct follow *f, int sigfd, int *stop)
 
 int share_follow(const struct share_options *o, int sigfd)
 {
-    struct follow f = { .opt = o, .model_at = UINT64_MAX };
+    struct follow f = { .opt = o, .model_at = UINT64_MAX, .start_ns = specx_now_ns() };
     struct share_slurm slurm;
     char err[512];
     if (o->follow_slurm) {
@@ -413,5 +452,6 @@ int share_follow(const struct share_options *o, int sigfd)
     for (size_t i = 0; i < f.nended; i++)
         free(f.ended[i].group);
     free(f.ended);
+    free(f.turns);
     return stop ? 128 + stop : 0;
 }
