@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import SPECX
+from conftest import SPECX, run_specx
 from specx_support import slurm, swapspace
 
 # The sweeper of tests/test_share.py: a checksum of its own anonymous memory, swept PASSES times.
@@ -278,3 +278,30 @@ def test_slurm_jobs_the_same_with_the_follower_and_predicted(tmp_path):
     right, wrong = record["predicted_right"], record["predicted_wrong"]
     assert right >= 3 and right >= 0.9 * (right + wrong), json.dumps(record)
     assert slurm_leftovers(cluster_dir) == []
+
+
+# ---- specx bench slurm ----
+
+
+@pytest.mark.root
+@pytest.mark.long
+def test_bench_slurm_runs_both_modes_and_leaves_nothing(tmp_path):
+    """specx bench slurm at its smallest scale: both modes run on the one-node Slurm, the
+    outputs are the jobs' alone, the table, JSON and figure are written, and no Slurm daemon,
+    group or directory, memory group or swap space is left."""
+    if slurm.missing():
+        pytest.skip(f"no Slurm here: Debian packages {' '.join(slurm.missing())} missing")
+    if not swapspace.zram_available():
+        pytest.skip("no zram here: the benchmark's fast swap device cannot be made")
+    out = tmp_path / "out"
+    proc = run_specx("bench", "slurm", "--scale", "test", "--runs", "1", "--swap", "zram",
+                     "--out", out, "--data-dir", tmp_path / "data", timeout=600)
+    if "cgroup v1 freezer" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    summary = json.loads((out / "results-slurm.json").read_text())["summary"]
+    assert set(summary) == {"slurm", "slurm+specx"}
+    assert all(m["outputs_identical"] and m["stopped_runs"] == 0 for m in summary.values())
+    assert (out / "results-slurm.md").exists() and (out / "results-slurm.png").exists()
+    assert slurm.slurm_cgroup_roots() == []
+    assert not list(pathlib.Path(tempfile.gettempdir()).glob(slurm.PREFIX + "*"))

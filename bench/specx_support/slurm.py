@@ -179,17 +179,21 @@ def _stop(proc):
 
 
 @contextlib.contextmanager
-def cluster(cpus=1):
-    """A running one-node Slurm (a Cluster); stopped and removed afterwards."""
+def cluster(cpus=1, slurmd_preexec=None):
+    """A running one-node Slurm (a Cluster); stopped and removed afterwards. SLURMD_PREEXEC
+    runs in slurmd before it starts (e.g. to put it into a memory group, which its jobs then
+    share: Slurm limits no job's memory here)."""
     if missing():
         raise Unavailable(f"Slurm is not installed (Debian packages {' '.join(missing())})")
     if not os.path.exists("/sys/fs/cgroup/freezer/tasks"):
         raise Unavailable("no cgroup v1 freezer hierarchy at /sys/fs/cgroup/freezer "
                           "(the harness configures proctrack/cgroup for v1)")
+    remove_stale()
     if any(os.path.isdir(r) for r in slurm_cgroup_roots()):
         raise Unavailable("another Slurm's groups exist under /sys/fs/cgroup/*/slurm*")
-    d = pathlib.Path(tempfile.mkdtemp(prefix="specx-slurm-"))
+    d = pathlib.Path(tempfile.mkdtemp(prefix=PREFIX))
     os.chmod(d, 0o755)  # slurmstepd reads the configuration as the job's user
+    (d / "owner").write_text(str(os.getpid()))
     procs = []
     try:
         with sigterm_unwinds():
@@ -211,7 +215,7 @@ def cluster(cpus=1):
             procs.append(subprocess.Popen(["slurmctld", "-D", "-i"], env=env,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             procs.append(subprocess.Popen(["slurmd", "-D"], env=env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+                                          stderr=subprocess.DEVNULL, preexec_fn=slurmd_preexec))
             c = Cluster(d, env)
 
             def node_idle():
@@ -231,9 +235,44 @@ def cluster(cpus=1):
             time.sleep(1)
         for p in reversed(procs):
             _stop(p)
-        for p in _processes_under(d):
+        for p in _daemons_of(d):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
+        for root in slurm_cgroup_roots():
+            _thaw_and_remove(root)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+PREFIX = "specx-slurm-"
+
+
+def _daemons_of(d):
+    """Our munged (its command line names D) and Slurm's daemons and slurmstepds started with
+    D's configuration (SLURM_CONF in their environment)."""
+    found = set(_processes_under(d))
+    conf = f"SLURM_CONF={d}/slurm.conf".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if conf in pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.add(int(pid))
+    return sorted(found)
+
+
+def remove_stale():
+    """What a harness killed outright (SIGKILL: no finally ran) left: its daemons, Slurm's
+    groups and its directory, where the harness that made it is gone."""
+    tmp = pathlib.Path(tempfile.gettempdir())
+    for d in tmp.glob(PREFIX + "*"):
+        try:
+            owner = int((d / "owner").read_text())
+            os.kill(owner, 0)
+            continue  # its harness still runs
+        except (OSError, ValueError):
+            pass
+        print(f"specx: removing the Slurm left by a killed run in {d}", flush=True)
+        for pid in _daemons_of(d):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         for root in slurm_cgroup_roots():
             _thaw_and_remove(root)
         shutil.rmtree(d, ignore_errors=True)
