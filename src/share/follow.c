@@ -279,11 +279,34 @@ static void forget_gone(struct follow *f)
     f->n = kept;
 }
 
+/* The current job's turn has ended, and a job that began beside it (a new job's first turn,
+ * which Slurm let run while the current one still ran or had not yet stopped: a job faulting
+ * its pages in stops at a SIGTSTP only once the fault is done) runs on: its turn is the one
+ * that followed. Of several, the one that began last. */
+static void adopt_running(struct follow *f)
+{
+    if (!f->current || !(f->current->frozen || f->current->gone))
+        return;
+    struct followed *running = NULL;
+    for (size_t i = 0; i < f->n; i++) {
+        struct followed *g = f->g[i];
+        if (g != f->current && !g->gone && !g->frozen && g->job.turns &&
+            (!running || g->turn_start > running->turn_start))
+            running = g;
+    }
+    if (!running)
+        return;
+    f->current->successor = running;
+    f->current = running;
+    f->predicted = predict_after(f, running);
+    f->model_at = f->predicted ? model_start(f, running, f->predicted) : UINT64_MAX;
+}
+
 /* One look at every group: turns that ended since the last, then turns that began (so that
  * a turn that begins knows the one before it ended, wherever the two stand in the list). */
 static bool watch(struct follow *f, uint64_t now)
 {
-    bool any = false, began[f->n];
+    bool any = false, began[f->n + 1]; /* + 1: none of size 0 */
     for (size_t i = 0; i < f->n; i++) {
         struct followed *g = f->g[i];
         began[i] = false;
@@ -304,6 +327,7 @@ static bool watch(struct follow *f, uint64_t now)
     for (size_t i = 0; i < f->n; i++)
         if (began[i])
             turn_begins(f, f->g[i], now);
+    adopt_running(f);
     return any;
 }
 
