@@ -301,6 +301,32 @@ def test_slurm_jobs_the_same_with_the_follower_and_predicted(tmp_path):
     assert slurm_leftovers(cluster_dir) == []
 
 
+def test_a_slurm_left_by_a_harness_killed_outright_is_removed_by_the_next(tmp_path):
+    """A harness killed with SIGKILL runs no finally: its daemons and directory stay. The
+    next harness removes them, where the harness that made them is gone, and leaves alone
+    those of a harness that still runs."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = pathlib.Path(tempfile.mkdtemp(prefix=slurm.PREFIX))
+    live = pathlib.Path(tempfile.mkdtemp(prefix=slurm.PREFIX))
+    (stale / "owner").write_text(str(dead.pid))
+    (live / "owner").write_text(str(os.getpid()))
+    # A daemon of each: munged names its directory on its command line.
+    daemons = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
+                                 f"{d}/munged"]) for d in (stale, live)]
+    try:
+        slurm.remove_stale()
+        assert daemons[0].wait(timeout=10) == -signal.SIGKILL
+        assert not stale.exists()
+        assert daemons[1].poll() is None and live.exists()
+    finally:
+        for p in daemons:
+            p.kill()
+            p.wait()
+        for d in (stale, live):
+            subprocess.run(["rm", "-rf", d])
+
+
 # ---- specx bench slurm ----
 
 
