@@ -289,6 +289,7 @@ def test_slurm_jobs_the_same_with_the_follower_and_predicted(tmp_path):
     sweeps = [g for g in record["groups"] if g["turns"] >= 2]
     assert len(sweeps) == 3, json.dumps(record)   # each sweeper had two turns at least
     assert sum(g["prefetched_bytes"] for g in record["groups"]) > 0, record
+    assert any(t["major_faults_first_second"] is not None for t in record["turns"]), record
     # After the first rotation (once every job has had its first turn), the next job named
     # right in at least 90 % of the turns.
     first_turns = {}

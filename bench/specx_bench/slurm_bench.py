@@ -145,8 +145,10 @@ def run_mode(cluster, mode, job_list, group, out_dir, limit):
          "output": (work / f"job{i + 1}.out").read_text(errors="replace")}
         for i, j in enumerate(ids)]
     right, wrong = predictions_after_first_rotation(record["turns"])
+    first_second = [t["major_faults_first_second"] for t in record["turns"]]
     return {"makespan_s": makespan if jobs else None, "stopped_after_s": None if jobs else limit,
             "jobs": jobs, "major_faults": faults,
+            "major_faults_first_second": sum(x for x in first_second if x is not None),
             "turns": sum(g["turns"] for g in record["groups"]),
             "predicted_right": right, "predicted_wrong": wrong,
             "prefetched_bytes": sum(g["prefetched_bytes"] for g in record["groups"]),
@@ -167,6 +169,8 @@ def summarize(records, alone):
             if len(ended) == len(runs) else None,
             "stopped_runs": len(runs) - len(ended),
             "major_faults": share_bench.median([r["major_faults"] for r in runs]),
+            "major_faults_first_second": share_bench.median([r["major_faults_first_second"]
+                                                             for r in runs]),
             "turns": share_bench.median([r["turns"] for r in runs]),
             "predicted_right_share": share_bench.median(predictions),
             "prefetched_mib": share_bench.median([r["prefetched_bytes"] / MIB for r in runs]),
@@ -191,26 +195,33 @@ def markdown(result):
         f"run(s) per mode, medians.", "",
         "Alone (memory to spare): " + ", ".join(f"job {i + 1} {a['elapsed_s']:.2f} s"
                                                 for i, a in enumerate(result["alone"])) + ".", "",
-        "| mode | makespan | vs slurm | major faults | turns | next job named right | "
-        "prefetched | outputs as alone | Slurm states the same |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| mode | makespan | vs slurm | major faults | in slices' first second | vs slurm | "
+        "turns | next job named right | prefetched | outputs as alone | "
+        "Slurm states the same |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = summary.get("slurm", {})
     for mode, m in summary.items():
         vs = (fmt(m["makespan_s"] / base["makespan_s"]) if m["makespan_s"] and
               base.get("makespan_s") else "–")
+        first = m["major_faults_first_second"]
+        vs_first = (fmt(first / base["major_faults_first_second"]) if first is not None and
+                    base.get("major_faults_first_second") else "–")
         same = len(set(m["states"]) | set(base.get("states", []))) == 1
         lines.append(
             f"| {mode} | {fmt(m['makespan_s'])} s{' (' + str(m['stopped_runs']) + ' stopped)' if m['stopped_runs'] else ''} | "
-            f"{vs} | {fmt(m['major_faults'], 0)} | {fmt(m['turns'], 0)} | "
+            f"{vs} | {fmt(m['major_faults'], 0)} | {fmt(first, 0)} | {vs_first} | "
+            f"{fmt(m['turns'], 0)} | "
             f"{share_bench.fmt_share(m['predicted_right_share'])} | "
             f"{fmt(m['prefetched_mib'], 1)} MiB ({fmt(m['prefetched_unused_mib'], 1)} unused) | "
             f"{ {True: 'yes', False: '**NO**', None: '–'}[m['outputs_identical']]} | "
             f"{'yes' if same else '**NO**'} |")
     lines += ["", "Major faults: of the memory group slurmd and its jobs share. Next job named "
               "right: of the turns that began once every job had had its first (both modes "
-              "run the follower; in `slurm` it only watches). Faults in each slice's first second and the CPU "
-              "share of the slices are not measured here (specx bench share has them)."]
+              "run the follower; in `slurm` it only watches). In slices' first second: the "
+              "major faults of the running job's processes in the first second of each turn, "
+              "summed (/proc/PID/stat, as the follower counted them). The CPU share of the "
+              "slices is not measured here (specx bench share has it)."]
     return "\n".join(lines) + "\n"
 
 

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "freezer.h"
 #include "json.h"
+#include "kfile.h"
 #include "memory.h"
 #include "prefetcher.h"
 #include "slurm.h"
@@ -53,6 +54,7 @@ struct seen_turn {
     unsigned job, predicted;
     bool counted;
     uint64_t start_ns;
+    uint64_t faults_first_second; /* major faults of its job's processes (UINT64_MAX: unknown) */
 };
 /* A daemon's report keeps the first this many turns. */
 #define SEEN_TURNS_MAX 100000
@@ -73,6 +75,11 @@ struct follow {
     uint64_t scanned_at;
     struct ended *ended;
     size_t nended, ended_cap;
+    /* The turn whose first second is being counted (NULL: none), its record, its job's major
+     * faults when it began, and when the second is over. */
+    struct followed *first_second_of;
+    size_t first_second_turn;
+    uint64_t first_second_faults, first_second_end;
 };
 
 /* PATH as a group: v1 if it has the v1 freezer's file, v2 if it has cgroup.freeze. */
@@ -139,13 +146,51 @@ static uint64_t model_start(const struct follow *f, const struct followed *g,
     return lead >= turn ? g->turn_start : g->turn_start + turn - lead;
 }
 
-static void note_turn(struct follow *f, const struct followed *g, uint64_t now, bool counted)
+/* The major faults of the job's processes so far (/proc/PID/stat majflt, and cmajflt of the
+ * children they have waited for): a Slurm job has no memory group of its own to ask. */
+static uint64_t major_faults(const struct share_job *j)
 {
-    if (f->nturns < SEEN_TURNS_MAX &&
-        specx_grow(&f->turns, &f->turns_cap, f->nturns, sizeof *f->turns, 64))
-        f->turns[f->nturns++] = (struct seen_turn){
-            .job = g->job.number, .predicted = f->predicted ? f->predicted->job.number : 0,
-            .counted = counted && f->predicted, .start_ns = now - f->start_ns };
+    pid_t pids[SPECX_CGROUP_PROCS_MAX];
+    long n = share_memory_processes(j, pids);
+    uint64_t faults = 0;
+    for (long i = 0; i < n; i++) {
+        char path[64], text[1024];
+        unsigned long long own, children;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[i]);
+        const char *p = specx_kfile_read(path, text, sizeof text) > 0 ? strrchr(text, ')') : NULL;
+        /* After ") ": state (field 3), ..., minflt (10), cminflt, majflt (12), cmajflt. */
+        if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %llu %llu", &own,
+                        &children) == 2)
+            faults += own + children;
+    }
+    return faults;
+}
+
+/* The first second of the turn being counted is over (or its turn is): its faults. */
+static void end_first_second(struct follow *f)
+{
+    if (!f->first_second_of)
+        return;
+    uint64_t faults = major_faults(&f->first_second_of->job);
+    f->turns[f->first_second_turn].faults_first_second =
+        faults > f->first_second_faults ? faults - f->first_second_faults : 0;
+    f->first_second_of = NULL;
+}
+
+static void note_turn(struct follow *f, struct followed *g, uint64_t now, bool counted)
+{
+    if (f->nturns >= SEEN_TURNS_MAX ||
+        !specx_grow(&f->turns, &f->turns_cap, f->nturns, sizeof *f->turns, 64))
+        return;
+    end_first_second(f);
+    f->turns[f->nturns] = (struct seen_turn){
+        .job = g->job.number, .predicted = f->predicted ? f->predicted->job.number : 0,
+        .counted = counted && f->predicted, .start_ns = now - f->start_ns,
+        .faults_first_second = UINT64_MAX };
+    f->first_second_of = g;
+    f->first_second_turn = f->nturns++;
+    f->first_second_faults = major_faults(&g->job);
+    f->first_second_end = now + 1000000000ull;
 }
 
 /* G's turn begins. The first turn of a job Slurm started after ours was no one's to predict,
@@ -181,6 +226,8 @@ static void turn_begins(struct follow *f, struct followed *g, uint64_t now)
 
 static void turn_ends(struct follow *f, struct followed *g, uint64_t now)
 {
+    if (f->first_second_of == g)
+        end_first_second(f);
     if (g->turn_start) {
         g->turn_ns_total += now - g->turn_start;
         g->turns_ended++;
@@ -268,6 +315,8 @@ static void forget_gone(struct follow *f)
             f->current = NULL;
         if (f->predicted == g)
             f->predicted = NULL;
+        if (f->first_second_of == g)
+            f->first_second_of = NULL; /* its processes are gone: the count stays unknown */
         struct ended e = summary(g);
         if ((e.group = strdup(e.group)) &&
             specx_grow(&f->ended, &f->ended_cap, f->nended, sizeof *f->ended, 16))
@@ -401,8 +450,11 @@ static int write_json(const struct follow *f, const char *file)
         fprintf(out, "    {\"job\": %u, \"start_s\": %.3f, \"predicted\": ", t->job,
                 (double)t->start_ns / 1e9);
         fprintf(out, t->predicted ? "%u" : "null", t->predicted);
-        fprintf(out, ", \"counted\": %s}%s\n", t->counted ? "true" : "false",
-                i + 1 < f->nturns ? "," : "");
+        fprintf(out, ", \"counted\": %s, \"major_faults_first_second\": ",
+                t->counted ? "true" : "false");
+        fprintf(out, t->faults_first_second == UINT64_MAX ? "null" : "%llu",
+                (unsigned long long)t->faults_first_second);
+        fprintf(out, "}%s\n", i + 1 < f->nturns ? "," : "");
     }
     fputs("  ]\n}\n", out);
     return out == stdout ? fflush(out) : fclose(out);
@@ -457,6 +509,8 @@ int share_follow(const struct share_options *o, int sigfd)
         collect(&f);
         if (f.slurm)
             rescan(&f, changed, specx_now_ns());
+        if (f.first_second_of && specx_now_ns() >= f.first_second_end)
+            end_first_second(&f);
         if (f.predicted && f.current && specx_now_ns() >= f.model_at) {
             struct share_prefetch_request next = { .job = &f.predicted->job,
                                                    .turn = &f.current->job };
