@@ -87,6 +87,7 @@ def test_make_install_stages_a_tree_that_runs_from_its_prefix_and_never_from_the
                    for f in installed_files(stage))
         files = installed_files(staged)
         for name in ["bin/specx", "share/bash-completion/completions/specx",
+                     "lib/systemd/system/specx-share-slurm.service",
                      "share/specx/python/specx_bench/cli.py",
                      *(f"libexec/specx/specx-{c}"
                        for c in ["slowfs", "share", "idle", "bench", "oomguard"]),
@@ -147,7 +148,8 @@ def test_the_debian_package_builds_is_lintian_clean_installs_runs_and_removes():
                  .stdout.splitlines() if not line.startswith("d")]
         for name in ["/usr/bin/specx", "/usr/libexec/specx/specx-slowfs",
                      "/usr/share/man/man1/specx.1.gz",
-                     "/usr/share/bash-completion/completions/specx"]:
+                     "/usr/share/bash-completion/completions/specx",
+                     "/lib/systemd/system/specx-share-slurm.service"]:
             assert name in files
         assert [f for f in files if f.endswith("/specx/libspecx.so")]
         if [f for f in files if os.path.lexists(f)]:

@@ -248,6 +248,9 @@ def run_command(argv):
     if argv[:1] == ["idle"]:    # likewise: specx bench idle --help
         from . import idle_bench
         return idle_bench.main(argv[1:])
+    if argv[:1] == ["slurm"]:   # likewise: specx bench slurm --help
+        from . import slurm_bench
+        return slurm_bench.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.list:
         # A reader that stops early (`| head`) ends the listing quietly, as with C commands.

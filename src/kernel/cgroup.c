@@ -2,6 +2,7 @@
 #include "kernel/cgroup.h"
 #include "kernel/kfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,28 @@ long specx_cgroup_procs(const struct specx_cgroup *cg, pid_t *pids, size_t max)
             pids[n++] = (pid_t)pid;
     }
     return (long)n;
+}
+
+long specx_cgroup_procs_tree(const struct specx_cgroup *cg, bool self, pid_t *pids, size_t max)
+{
+    long n = self ? specx_cgroup_procs(cg, pids, max) : 0;
+    DIR *dir = opendir(cg->dir);
+    if (n < 0 || !dir) {
+        if (dir)
+            closedir(dir);
+        return -1;
+    }
+    struct dirent *e;
+    struct specx_cgroup child = { .version = cg->version };
+    while ((e = readdir(dir)) && (size_t)n < max) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
+            !join(child.dir, sizeof child.dir, cg->dir, e->d_name))
+            continue;
+        long k = specx_cgroup_procs_tree(&child, true, pids + n, max - (size_t)n);
+        n += k > 0 ? k : 0;
+    }
+    closedir(dir);
+    return n;
 }
 
 bool specx_proc_stat_cpu_ticks(const char *text, uint64_t *ticks)

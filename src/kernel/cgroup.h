@@ -79,6 +79,11 @@ int specx_cgroup_attach(const struct specx_cgroup *cg, pid_t pid);
  * -1 with errno if the list cannot be read. */
 long specx_cgroup_procs(const struct specx_cgroup *cg, pid_t *pids, size_t max);
 
+/* The processes in the groups below CG, and in CG itself if SELF: at most MAX of them into
+ * PIDS. A group that vanishes meanwhile counts none. Returns how many, or -1 with errno if CG
+ * cannot be read. */
+long specx_cgroup_procs_tree(const struct specx_cgroup *cg, bool self, pid_t *pids, size_t max);
+
 /* The CPU time, in clock ticks, of /proc/PID/stat's TEXT: user and system time of the
  * process and of the children it has waited for (fields 14-17, counted after the command's
  * closing parenthesis: the command itself may hold spaces and parentheses). False if TEXT is

@@ -45,6 +45,8 @@ struct share_job {
     int pidfd;
     struct specx_cgroup mem, frz;
     bool mem_made, frz_made;
+    bool tasks_below;         /* its processes are in the groups below mem, not in mem
+                               * (a Slurm job: slurmstepd in the job's group) */
     int swappiness;           /* v1: its memory group's own, inherited; -1 elsewhere */
     struct share_stream out, err;
     bool exited;

@@ -515,7 +515,7 @@ int main(int argc, char **argv)
     if ((s.sigfd = open_signalfd()) < 0)
         specx_die(1, "signalfd: %s", strerror(errno));
     check_paths(&s);
-    if (s.opt.follow) {
+    if (s.opt.follow || s.opt.follow_slurm) {
         int code = share_follow(&s.opt, s.sigfd);
         share_options_free(&s.opt);
         return code;

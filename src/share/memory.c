@@ -275,6 +275,12 @@ static void release_process(pid_t pid, int advice, uint64_t *budget)
     free(all.iov);
 }
 
+long share_memory_processes(const struct share_job *j, pid_t *pids)
+{
+    return j->tasks_below ? specx_cgroup_procs_tree(&j->mem, false, pids, SPECX_CGROUP_PROCS_MAX)
+                          : specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
+}
+
 /* Every process of a job counts: a shell's children too, all in its memory group. The
  * group's own swap count first: it is asked about the next job every turn, and a walk of the
  * page tables of jobs that fit in memory finds nothing, at a cost that grows with their size
@@ -285,7 +291,7 @@ uint64_t share_memory_swapped(const struct share_job *j)
     if (specx_memcg_swap(&j->mem, &group_swap) && group_swap == 0)
         return 0;
     pid_t pids[SPECX_CGROUP_PROCS_MAX];
-    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
+    long n = share_memory_processes(j, pids);
     uint64_t bytes = 0;
     for (long i = 0; i < n; i++)
         bytes += swapped_bytes(pids[i]);
@@ -295,7 +301,7 @@ uint64_t share_memory_swapped(const struct share_job *j)
 uint64_t share_memory_prefetch(struct share_job *j, uint64_t max_bytes)
 {
     pid_t pids[SPECX_CGROUP_PROCS_MAX];
-    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
+    long n = share_memory_processes(j, pids);
     uint64_t bytes = 0;
     for (long i = 0; i < n && max_bytes > 0; i++)
         bytes += prefetch_process(j, pids[i], &max_bytes);
@@ -330,7 +336,7 @@ uint64_t share_memory_unused(struct share_job *j)
 void share_memory_release(const struct share_job *j, int advice, uint64_t max_bytes)
 {
     pid_t pids[SPECX_CGROUP_PROCS_MAX];
-    long n = specx_cgroup_procs(&j->mem, pids, SPECX_CGROUP_PROCS_MAX);
+    long n = share_memory_processes(j, pids);
     for (long i = 0; i < n && max_bytes > 0; i++)
         release_process(pids[i], advice, &max_bytes);
 }

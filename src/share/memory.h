@@ -7,6 +7,10 @@
 
 #include "share/job.h"
 
+/* The job's processes, at most SPECX_CGROUP_PROCS_MAX into PIDS: those in its memory group,
+ * or in the groups below it (tasks_below). Returns how many, or -1. */
+long share_memory_processes(const struct share_job *j, pid_t *pids);
+
 /* Bytes of the job's private anonymous memory that are swapped out now (its page table,
  * /proc/PID/pagemap). */
 uint64_t share_memory_swapped(const struct share_job *j);

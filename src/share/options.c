@@ -81,6 +81,7 @@ void share_options_usage(FILE *out)
         "Usage: specx share [OPTIONS] -- CMD [ARGS...] [::: CMD [ARGS...]]...\n"
         "       specx share [OPTIONS] --jobs FILE\n"
         "       specx share --follow [OPTIONS] CGROUP...\n"
+        "       specx share --follow-slurm[=ROOT] [OPTIONS]\n"
         "\n"
         "Run memory-hungry jobs in turns instead of all at once: one job runs for a\n"
         "quantum while the others are frozen, and during its turn the next job's memory\n"
@@ -111,6 +112,12 @@ void share_options_usage(FILE *out)
         "      --follow            schedule nothing: watch the given cgroups, frozen and\n"
         "                          thawed in turns by someone else (Slurm, a script), and\n"
         "                          prefetch the one predicted next\n"
+        "      --follow-slurm[=ROOT]\n"
+        "                          the same for the jobs Slurm's gang scheduling suspends\n"
+        "                          and resumes on this node, found as slurmd makes and\n"
+        "                          removes their groups (below ROOT, default: Slurm's\n"
+        "                          root in the cgroup freezer's hierarchy), until a\n"
+        "                          signal ends it (see specx-share(1): SLURM)\n"
         "  -r, --report            print a table of the jobs and turns to stderr at the end\n"
         "      --json FILE         write the same as JSON to FILE ('-': stdout)\n"
         "  -h, --help              show this help\n"
@@ -178,6 +185,12 @@ static int take_jobs(int argc, char **argv, const char *jobs_file, struct share_
                      char *err, size_t errsize)
 {
     long n;
+    if (o->follow_slurm) { /* the jobs are found as they come */
+        if (o->follow || jobs_file || argc > 0)
+            return specx_format_error(err, errsize, "--follow-slurm finds its jobs: give it no "
+                                      "--follow, --jobs, commands or groups");
+        return 0;
+    }
     if (jobs_file && o->follow)
         return specx_format_error(err, errsize, "--follow takes cgroups, not --jobs");
     if (jobs_file && argc > 0)
@@ -228,6 +241,7 @@ int share_options_parse(int argc, char **argv, struct share_options *o, char *er
         { "report", no_argument, NULL, 'r' },
         { "json", required_argument, NULL, 'J' },
         { "follow", no_argument, NULL, 'F' },
+        { "follow-slurm", optional_argument, NULL, 'G' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -244,6 +258,10 @@ int share_options_parse(int argc, char **argv, struct share_options *o, char *er
         case 'r': o->report = true; break;
         case 'J': o->json = optarg; break;
         case 'F': o->follow = true; break;
+        case 'G':
+            o->follow_slurm = true;
+            o->slurm_root = optarg;
+            break;
         case 'h': o->help = true; break;
         case 'V': o->version = true; break;
         case ':':

@@ -27,6 +27,8 @@ struct share_options {
     bool report;
     const char *json;               /* NULL, "-" for stdout, or a path */
     bool follow;                    /* --follow: the jobs are cgroups someone else rotates */
+    bool follow_slurm;              /* --follow-slurm: the jobs are Slurm's on this node */
+    const char *slurm_root;         /* --follow-slurm=ROOT; NULL: found (slurm.h) */
     bool help, version;
     struct share_command *jobs;     /* malloc'd */
     size_t njobs;
