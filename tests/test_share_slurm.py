@@ -17,27 +17,7 @@ import pytest
 
 from conftest import SPECX, run_specx
 from specx_support import slurm, swapspace
-
-# The sweeper of tests/test_share.py: a checksum of its own anonymous memory, swept PASSES times;
-# then it goes on sweeping until it has used MIN_CPU seconds of CPU (which the checksum does not
-# depend on), so that on any machine it needs more than one of Slurm's slices.
-SWEEPER = """
-import sys, time
-size, passes, seed = int(sys.argv[1]) << 20, int(sys.argv[2]), int(sys.argv[3])
-min_cpu = float(sys.argv[4]) if len(sys.argv) > 4 else 0
-m = bytearray(size)
-for i in range(0, size, 4096):
-    m[i] = (i // 4096 * seed) & 255
-s = 0
-for p in range(passes):
-    for i in range(0, size, 4096):
-        s = (s * 31 + m[i]) & 0xffffffff
-        m[i] = (m[i] + 1) & 255
-while time.process_time() < min_cpu:
-    for i in range(0, size, 4096):
-        m[i] = (m[i] + 1) & 255
-print(s)
-"""
+from specx_support.jobs import SWEEPER
 
 
 def follower(*args):

@@ -3,10 +3,13 @@ program (run with `python3 -c PROGRAM MIB PASSES SEED`) whose output depends on 
 its memory keeping its content, so that a wrong page shows as a wrong checksum."""
 
 # Sweeps its own anonymous memory (MIB MiB, a byte of each page, PASSES times, seeded) and
-# prints a checksum: the output depends on every page keeping its content.
+# prints a checksum: the output depends on every page keeping its content. Given MIN_CPU (a
+# fourth argument), it then goes on sweeping until it has used that many seconds of CPU, which
+# the checksum does not depend on: a job that needs more than one scheduler's slice anywhere.
 SWEEPER = """
-import sys
+import sys, time
 size, passes, seed = int(sys.argv[1]) << 20, int(sys.argv[2]), int(sys.argv[3])
+min_cpu = float(sys.argv[4]) if len(sys.argv) > 4 else 0
 m = bytearray(size)
 for i in range(0, size, 4096):
     m[i] = (i // 4096 * seed) & 255
@@ -14,6 +17,9 @@ s = 0
 for p in range(passes):
     for i in range(0, size, 4096):
         s = (s * 31 + m[i]) & 0xffffffff
+        m[i] = (m[i] + 1) & 255
+while time.process_time() < min_cpu:
+    for i in range(0, size, 4096):
         m[i] = (m[i] + 1) & 255
 print(s)
 """
