@@ -74,8 +74,9 @@ void specx_copy_groups_find(pid_t pid, struct specx_copy_groups *g)
 
 enum specx_hazard specx_copy_hazard(const struct specx_copy_groups *g, pid_t pid, pid_t tid)
 {
-    if (specx_seccomp_mode(pid, tid) != 0)
-        return SPECX_HAZARD_SECCOMP;
+    int seccomp = specx_seccomp_mode(pid, tid);
+    if (seccomp != 0)
+        return seccomp < 0 ? SPECX_HAZARD_UNKNOWN : SPECX_HAZARD_SECCOMP;
     if (g->memory_v2 && specx_oom_group_above(g->memory_group))
         return SPECX_HAZARD_OOM_GROUP;
     if (g->pids && specx_pids_short_above(g->pids_group))

@@ -20,7 +20,8 @@
 
 enum specx_hazard {
     SPECX_HAZARD_NONE,
-    SPECX_HAZARD_SECCOMP,   /* a seccomp filter or strict mode, or the state cannot be read */
+    SPECX_HAZARD_SECCOMP,   /* a seccomp filter or strict mode */
+    SPECX_HAZARD_UNKNOWN,   /* the thread's state cannot be read (it has ended, or no /proc) */
     SPECX_HAZARD_OOM_GROUP, /* memory.oom.group is set */
     SPECX_HAZARD_PIDS_MAX,  /* a copy would leave too little room below pids.max */
 };
@@ -71,7 +72,7 @@ struct specx_copy_groups {
 void specx_copy_groups_find(pid_t pid, struct specx_copy_groups *groups);
 
 /* SPECX_HAZARD_SECCOMP if thread TID of PID (0: the calling thread) has a filter or strict
- * mode; else SPECX_HAZARD_OOM_GROUP or SPECX_HAZARD_PIDS_MAX if GROUPS, or groups above them,
+ * mode, SPECX_HAZARD_UNKNOWN if its state cannot be read (no copy either way); else SPECX_HAZARD_OOM_GROUP or SPECX_HAZARD_PIDS_MAX if GROUPS, or groups above them,
  * make a copy unsafe now; else SPECX_HAZARD_NONE. A group file that cannot be read says
  * nothing (no such controller there, or no limit). */
 enum specx_hazard specx_copy_hazard(const struct specx_copy_groups *groups, pid_t pid,

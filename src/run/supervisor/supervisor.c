@@ -131,11 +131,11 @@ static bool copy_forbidden(struct supervisor *s, pid_t tid)
     switch (specx_copy_hazard(&groups, s->pid, tid)) {
     case SPECX_HAZARD_NONE:
         return false;
-    case SPECX_HAZARD_SECCOMP: /* or unreadable: the thread may have ended since its stall */
-        if (specx_seccomp_mode(s->pid, tid) < 0)
-            s->counts.not_made++;
-        else
-            s->counts.seccomp++;
+    case SPECX_HAZARD_SECCOMP:
+        s->counts.seccomp++;
+        break;
+    case SPECX_HAZARD_UNKNOWN: /* the thread ended since its stall */
+        s->counts.not_made++;
         break;
     case SPECX_HAZARD_OOM_GROUP:
         s->counts.oom_group++;

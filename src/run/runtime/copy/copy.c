@@ -486,8 +486,8 @@ static bool may_create_copy(void)
 static bool copy_forbidden(void)
 {
     enum specx_hazard hazard = specx_copy_hazard(&copy_groups, 0, 0);
-    if (hazard == SPECX_HAZARD_SECCOMP)
-        stand_aside();
+    if (hazard == SPECX_HAZARD_SECCOMP || hazard == SPECX_HAZARD_UNKNOWN)
+        stand_aside(); /* its own state unreadable: a filter could not be seen */
     else if (hazard != SPECX_HAZARD_NONE)
         __atomic_fetch_or(&specx.slot->flags, hazard == SPECX_HAZARD_OOM_GROUP
                                                   ? SPECX_SLOT_OOM_GROUP
