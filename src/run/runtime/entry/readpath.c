@@ -229,7 +229,7 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     SPECX_COUNT(reads, 1);
     count_hit_run(r->miss);
     r->t0 = specx_now_ns();
-    if (prefetches_issued() && (have_st || is_regular(fd, &st)))
+    if (prefetches_issued() && (have_st || (have_st = is_regular(fd, &st))))
         track_prefetches(r, &st);
     specx_history_note(fd, have_st ? &st : NULL, r->off, r->len, r->miss, r->used > 0);
     const struct specx_stall stall = { fd, r->off, r->len };
