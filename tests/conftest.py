@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -269,3 +270,14 @@ def copies_get_cpu(marker):
         stop.set()
         thread.join()
         events.close()
+
+
+def wait_for(condition, timeout=30):
+    """Polls CONDITION until it holds or TIMEOUT seconds pass (generous: a busy machine is
+    slow, and a condition that holds returns at once); its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from conftest import SPECX, run_specx
+from conftest import SPECX, run_specx, wait_for
 from specx_support import memcg
 
 PY = sys.executable
@@ -39,14 +39,6 @@ def overlays():
     with open("/proc/self/mountinfo") as f:
         return [line for line in f if " - overlay " in line]
 
-
-def wait_for(condition, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from conftest import SPECX, run_specx
+from conftest import SPECX, run_specx, wait_for
 from specx_support import memcg, swapspace
 from specx_support.jobs import KERNEL_WRITER, SWEEPER
 
@@ -194,14 +194,6 @@ def start_share(*args):
     return subprocess.Popen([str(SPECX), "share", *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
-
-def wait_for(condition, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def jobs_with(marker, share):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import SPECX, run_specx
+from conftest import SPECX, run_specx, wait_for
 from specx_support import slurm, swapspace
 from specx_support.jobs import SWEEPER
 
@@ -24,14 +24,6 @@ def follower(*args):
     return subprocess.Popen([str(SPECX), "share", "--follow-slurm", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-
-def wait_for(condition, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def prefetch_thread_up(proc):

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import run_specx, slowfs_mount
+from conftest import run_specx, slowfs_mount, wait_for
 
 pytestmark = pytest.mark.root
 
@@ -399,14 +399,6 @@ def test_stats_and_unmount_refuse_other_directories(workdir):
     check_refused(["--stats", workdir], "not a slowfs mount point")
     check_refused(["--unmount", workdir], "not a slowfs mount point")
 
-
-def wait_for(predicate, timeout=10):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_unmount_waits_for_the_server(workdir):
