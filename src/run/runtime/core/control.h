@@ -30,7 +30,7 @@ struct specx_prefetch_record {
 /* The memory control's state (running/memory_watch.c), here so that whichever of the program and
  * its copy reaches the end of an interval first can end it. */
 struct specx_memory_watch {
-    uint32_t lock;       /* held by the process ending an interval */
+    uint32_t lock;       /* who is ending an interval (running/memory_watch.c), 0: no one */
     uint32_t disabled;   /* speculation stopped by the control */
     uint64_t interval_start_ns, interval_end_ns;
     uint64_t harm_since_ns; /* start of the interval that stopped speculation, until the copy's

@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "run/runtime/running/copy_timer.h"
 #include "run/runtime/core/control.h"
@@ -120,6 +121,36 @@ static void end_interval(struct specx_memory_watch *w, uint64_t now)
     begin_interval(w, r, now);
 }
 
+/* In a copy, its own pid (set when its timer is armed); 0 in the program. */
+static pid_t copy_self;
+
+/* Who holds the lock: a copy by its pid with the low bit set, the program by its thread's id. */
+static uint32_t holder_id(void)
+{
+    return copy_self ? (uint32_t)copy_self << 1 | 1u : (uint32_t)gettid() << 1;
+}
+
+/* A lock held by a copy other than the live one: that copy was killed (SIGKILL, or a crash)
+ * while it ended an interval, and a killed process never runs another instruction of its own.
+ * Left held, no interval would ever end again. The live copy is the caller itself in a copy,
+ * and the one the program knows of in the program (which asks while it manages the copy). */
+static bool held_by_dead_copy(uint32_t held)
+{
+    pid_t live = copy_self ? copy_self : specx.copy.pid;
+    return (held & 1u) && (pid_t)(held >> 1) != live;
+}
+
+static bool lock_watch(struct specx_memory_watch *w)
+{
+    uint32_t held = 0, me = holder_id();
+    if (__atomic_compare_exchange_n(&w->lock, &held, me, false, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED))
+        return true;
+    return held_by_dead_copy(held) &&
+           __atomic_compare_exchange_n(&w->lock, &held, me, false, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
 bool specx_memory_watch(void)
 {
     struct specx_control *ctl = specx.ctl;
@@ -127,7 +158,7 @@ bool specx_memory_watch(void)
         return true;
     struct specx_memory_watch *w = &ctl->memory;
     uint64_t now = specx_now_ns();
-    if (now >= w->interval_end_ns && !__atomic_exchange_n(&w->lock, 1, __ATOMIC_ACQUIRE)) {
+    if (now >= w->interval_end_ns && lock_watch(w)) {
         if (w->interval_end_ns == 0)
             start_watching(w, now);
         else if (now >= w->interval_end_ns)
@@ -202,5 +233,6 @@ static void on_watch_tick(int sig)
  * still notes its memory, for the report. */
 void specx_memory_watch_arm(void)
 {
+    copy_self = getpid();
     specx_copy_every(CLOCK_MONOTONIC, WATCH_SIGNAL, on_watch_tick, SPECX_MEMORY_INTERVAL_NS / 4);
 }

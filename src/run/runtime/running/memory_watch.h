@@ -7,7 +7,8 @@
  *
  * Both the program (at its stalls) and its copy (before each prefetch, and on a timer, so a
  * parked copy too) ask; whichever reaches an interval's end first ends it, with the state in
- * the control region they share. */
+ * the control region they share. A copy killed while it ends one leaves the lock to the next
+ * asker, never held for good. */
 #ifndef SPECX_COPY_MEMORY_WATCH_H
 #define SPECX_COPY_MEMORY_WATCH_H
 
