@@ -218,6 +218,46 @@ def test_what_a_program_maps_is_recorded_too(home):
     assert ranges and ranges[0]["offset"] == 0, shown
 
 
+def test_what_the_dynamic_loader_maps_is_recorded_too(home):
+    """A library loaded with dlopen (a Python or Node extension module) is mapped by ld.so,
+    which calls no interposed mmap: its pages come in by faults alone, and the next run must
+    still find it in the history."""
+    top, specx = home
+    backing = top / "backing"
+    backing.mkdir()
+    shutil.copy(ctypes_util_library("z"), backing / "libcopy.so")
+    (backing / "data").write_bytes(os.urandom(300_000))
+    for path in (backing / "libcopy.so", backing / "data"):
+        os.chown(path, USER, USER)
+    # After the load, a read that waits for the slow device: the runtime looks at what the
+    # loader mapped when it notes a read.
+    load = ("import ctypes, sys\nctypes.CDLL(sys.argv[1]).zlibVersion()\n"
+            "print(len(open(sys.argv[2], 'rb').read()))\n")
+    with slowfs_mount(backing, top / "mnt", "--preset", "paper2003") as mnt:
+        library, cold = mnt / "libcopy.so", mnt / "data"
+        evict(library, cold)
+        proc = specx("run", "--history=record", "--json", top / "report.json", "--", "python3",
+                     "-c", load, library, cold)
+        assert proc.returncode == 0, proc.stderr
+        shown = json.loads(specx("history", "show", "--json", "-", "--", "python3", "-c", load,
+                                 library, cold).stdout)
+    assert any(r["path"] == str(library) for r in shown["ranges"]), shown
+
+
+def ctypes_util_library(name):
+    """The path of the system's shared library NAME (as ctypes finds it)."""
+    import ctypes.util
+    found = ctypes.util.find_library(name)
+    if not found:
+        pytest.skip(f"no lib{name} here")
+    out = subprocess.run(["python3", "-c", f"import ctypes;l=ctypes.CDLL({found!r});"
+                          "import os;print([m.split()[-1] for m in open('/proc/self/maps') "
+                          f"if {found!r} in m][0])"], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"lib{name} cannot be located: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
 def test_a_changed_file_is_stale_and_not_brought_in(home):
     top, specx = home
     paths = user_files(top, n=1)
@@ -375,7 +415,9 @@ def test_list_show_and_forget(home):
     assert as_json[0]["argv"] == ["md5sum", *map(str, paths)]
     shown = json.loads(specx("history", "show", "--json", "-", "--", "md5sum", *paths).stdout)
     in_order = list(dict.fromkeys(r["path"] for r in shown["ranges"]))
-    assert in_order == [str(p) for p in paths]
+    # The program's own files (its executable, libraries, locale) are read too, by mapping.
+    assert [p for p in in_order if p.startswith(str(top))] == [str(p) for p in paths]
+    assert os.path.realpath(shutil.which("md5sum")) in in_order
     assert specx("history", "show", name.name[17:25]).returncode == 0
     bad = specx("history", "show", "nosuchid")
     assert bad.returncode == 1

@@ -257,6 +257,9 @@ static void print_history(FILE *out, const struct history_counts *h)
         fprintf(out, "  %-40s %12.1f  MiB; %.1f MiB in memory already\n",
                 "  brought in ahead of the program", (double)h->prefetched_bytes / 1048576.0,
                 (double)h->cached_bytes / 1048576.0);
+        if (h->asked_bytes)
+            fprintf(out, "  %-40s %12.1f  MiB; others' files: whether in memory is hidden\n",
+                    "  asked for, not judged", (double)h->asked_bytes / 1048576.0);
         if (h->outside)
             fprintf(out, "  %-40s %12.1f  MiB; seen from outside: only reads that waited\n",
                     "  read by the program (history served)", (double)h->used_bytes / 1048576.0);
@@ -462,13 +465,14 @@ static void json_history(FILE *out, const struct history_counts *h)
     fprintf(out, "{\"replayed\": %s, \"near\": %s, \"stopped\": %s, \"outside\": %s"
             ", \"entries\": %u"
             ", \"files\": %u, \"stale_files\": %u, \"prefetched_bytes\": %" PRIu64
-            ", \"cached_bytes\": %" PRIu64 ", \"used_bytes\": %" PRIu64
+            ", \"cached_bytes\": %" PRIu64 ", \"asked_bytes\": %" PRIu64
+            ", \"used_bytes\": %" PRIu64
             ", \"unused_bytes\": %" PRIu64 ", \"served_reads\": %" PRIu64
             ", \"late_reads\": %" PRIu64 ", \"saved\": %s, \"recorded_entries\": %" PRIu64
             ", \"recorded_bytes\": %" PRIu64 ", \"recorded_size\": %" PRIu64 "}",
             h->replayed ? "true" : "false", h->near ? "true" : "false",
             h->stopped ? "true" : "false", h->outside ? "true" : "false", h->entries, h->files, h->stale_files,
-            h->prefetched_bytes, h->cached_bytes, h->used_bytes, h->unused_bytes,
+            h->prefetched_bytes, h->cached_bytes, h->asked_bytes, h->used_bytes, h->unused_bytes,
             h->served_reads, h->late_reads, h->saved ? "true" : "false", h->recorded_entries,
             h->recorded_bytes, h->recorded_size);
 }

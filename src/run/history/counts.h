@@ -17,6 +17,7 @@ struct history_counts {
     uint32_t entries, files, stale_files;
     uint64_t prefetched_bytes; /* brought in */
     uint64_t cached_bytes;     /* found in memory already: skipped */
+    uint64_t asked_bytes;      /* asked for where the kernel hides whether it was in memory */
     uint64_t used_bytes;       /* of those brought in, read by the program */
     uint64_t unused_bytes;     /* brought in and never read */
     uint64_t served_reads;     /* reads of the program that found the replay's pages in memory */

@@ -35,7 +35,9 @@
 /* Matched lengths rechecked each tick: the newest records, which may still grow. */
 #define RECHECK 64u
 
-enum state { PENDING, CACHED, PREFETCHED, SKIPPED };
+/* ASKED: brought in where the kernel hides whether it was in memory: neither counted as
+ * brought in nor judged. */
+enum state { PENDING, CACHED, PREFETCHED, ASKED, SKIPPED };
 
 struct plan_entry {
     uint8_t state;
@@ -351,7 +353,8 @@ static int open_file(struct history_plan *p, uint32_t f)
 
 /* Brings entry I in, unless it is in memory. Where the kernel will not tell (a file the user
  * may not write: residency is hidden from others, docs/design/history.md), it is asked for
- * anyway: for pages already in memory the kernel's readahead only looks them up. */
+ * anyway: for pages already in memory the kernel's readahead only looks them up. What was
+ * asked for there cannot be judged: neither what it brought in nor whether that was used. */
 static void bring_in(struct history_plan *p, uint32_t i)
 {
     const struct history_entry *he = &p->h->entries[i];
@@ -370,6 +373,11 @@ static void bring_in(struct history_plan *p, uint32_t i)
     for (uint64_t off = he->off; off < he->off + he->len; off += CHUNK) {
         uint64_t n = he->off + he->len - off < CHUNK ? he->off + he->len - off : CHUNK;
         specx_raw_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_WILLNEED);
+    }
+    if (cached < 0) {
+        e->state = ASKED;
+        p->c->asked_bytes += he->len;
+        return;
     }
     e->state = PREFETCHED;
     e->brought_ns = specx_now_ns();
