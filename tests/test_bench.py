@@ -26,7 +26,13 @@ PROGRAMS = BUILD / "bench" / "programs"
 def test_mode_registry_has_the_paper_comparison(monkeypatch):
     monkeypatch.setenv("SPECX_EXE", "/x/specx")
     assert list(modes.MODES) == ["cold", "warm", "nospec", "specx", "specx-nomemctl",
-                                 "specx-trace", "specx-warm", "specx-basic", "specx-fast"]
+                                 "specx-trace", "specx-warm", "specx-basic", "specx-fast",
+                                 "specx-again", "history-again"]
+    again = modes.MODES["specx-again"]
+    assert again.first_command(["prog"], "r.json") == [
+        "/x/specx", "run", "--history=record", "--json", "r.json", "--", "prog"]
+    assert again.command(["prog"], "r.json")[:3] == ["/x/specx", "run", "--history=replay"]
+    assert modes.MODES["specx"].first_command(["prog"], "r.json") is None
     assert modes.MODES["cold"].prepare == modes.DROP_CACHES
     assert modes.MODES["warm"].prepare == modes.TOUCH_DATA
     assert modes.MODES["specx-warm"].prepare == modes.TOUCH_DATA

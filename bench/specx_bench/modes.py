@@ -22,6 +22,9 @@ class Mode:
     # report to report_path (e.g. specx run's statistics).
     wrap: Optional[Callable[[list, str], list]] = None
     needs: Optional[str] = None   # component the mode cannot run without
+    # `specx run` options of an untimed first run, cold, before each timed one: the run whose
+    # history (docs/design/history.md) the timed run replays. None: no first run.
+    first_run: Optional[tuple] = None
 
     def missing(self):
         """None when the mode can run here, else a one-line reason."""
@@ -32,6 +35,10 @@ class Mode:
 
     def command(self, argv, report_path):
         return self.wrap(argv, report_path) if self.wrap else list(argv)
+
+    def first_command(self, argv, report_path):
+        """The untimed first run of ARGV (first_run), or None."""
+        return _specx_run(*self.first_run)(argv, report_path) if self.first_run else None
 
 
 def _specx_run(*options):
@@ -63,6 +70,12 @@ MODES = {m.name: m for m in [
     Mode("specx-fast", "cold, `specx run --refork=fast --cow=one-way`: fast, preemptible "
          "refork and one-way copy-on-write (§5)", DROP_CACHES,
          _specx_run("--refork=fast", "--cow=one-way"), "libspecx.so"),
+    Mode("specx-again", "cold, the second run under `specx run`: the first (untimed, cold) "
+         "recorded a history, which this one replays while copies speculate", DROP_CACHES,
+         _specx_run("--history=replay"), "libspecx.so", ("--history=record",)),
+    Mode("history-again", "cold, the second run under `specx run --no-spec`: what the first "
+         "run's history does alone", DROP_CACHES, _specx_run("--no-spec", "--history=replay"),
+         "libspecx.so", ("--history=record",)),
 ]}
 
 # Modes run when --modes is not given: the comparison the paper makes (Fig. 2), less what is

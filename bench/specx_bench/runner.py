@@ -101,6 +101,36 @@ def contender(params, group):
         proc.wait()
 
 
+def forget_history(cmd):
+    """Removes the history `specx run` keeps of CMD (none kept is no error): the bench's
+    histories are its own, made and removed around each run."""
+    subprocess.run([components.specx_exe(), "history", "forget", "--", *cmd.argv],
+                   cwd=cmd.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, user=cmd.user, group=_group_of(cmd.user),
+                   extra_groups=[] if cmd.user else None)
+
+
+@contextlib.contextmanager
+def first_run_history(cmd, mode, params, log):
+    """For a mode with a first run (modes.Mode.first_run): CMD run once, cold and untimed, so
+    that the timed run in the block has its history; the history is forgotten afterwards."""
+    if mode.first_run is None:
+        yield
+        return
+    first = dataclasses.replace(cmd, argv=mode.first_command(cmd.argv, os.devnull))
+    forget_history(cmd)
+    try:
+        with memory_limit(params, f"first-{os.getpid()}") as group:
+            status, _, _ = run_command(first, log, group)
+        if status not in cmd.ok_codes:
+            raise SystemExit(f"specx bench: the first run of {mode.name} failed "
+                             f"(exit status {status}, see {log})")
+        drop_caches()
+        yield
+    finally:
+        forget_history(cmd)
+
+
 def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     """One timed run of WORKLOAD in MODE; returns its record."""
     tag = f"{workload.name}-{mode.name}-{index + 1}"
@@ -110,11 +140,15 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     def wrap(argv):
         return mode.command(argv, report)
 
+    if mode.first_run is not None and workload.server:
+        raise SystemExit(f"specx bench: mode {mode.name} runs a program twice; "
+                         f"{workload.name} is a server workload")
     if mode.prepare == modes.DROP_CACHES:
         drop_caches()
     warm = mode.prepare == modes.TOUCH_DATA
     with workload.session(mountpoint, params, wrap if workload.server else list, scratch, log), \
-            resident.pinned(workload.touch_paths(mountpoint, params) if warm else []):
+            resident.pinned(workload.touch_paths(mountpoint, params) if warm else []), \
+            first_run_history(workload.command(mountpoint, params, scratch), mode, params, log):
         cmd = workload.command(mountpoint, params, scratch)
         if not workload.server:
             cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
