@@ -62,19 +62,22 @@ static struct specx_copy_groups copy_groups;
  * worth to the program (trust.h), T being their tally (judged_tally): a copy none of whose
  * records the program read was useless, whether it prefetched nothing (it died of the data it
  * could not read: SQLite's page check, GNU ld's object headers) or prefetched wrongly (pointer
- * chasing). */
-static void judge_copy(struct specx_tally t)
+ * chasing). The stall at file ST that judges it passes without a new copy with STALL_PASSES
+ * (counted against the back-off, backoff.h). Returns the mode of the next copy (trust.h). */
+static bool judge_copy(struct specx_tally t, const struct stat *st, bool stall_passes)
 {
-    specx_trust_judge(t);
+    bool next_dry = specx_trust_judge(t);
     if (t.hits > 0)
         SPECX_COUNT(spec_judged_useful, 1);
-    if (specx_backoff_judged(copy_dev, copy_ino, t.hits > 0)) {
+    struct specx_judgment judged = { copy_dev, copy_ino, t.hits > 0 };
+    if (specx_backoff_settle(&judged, (uint64_t)st->st_dev, (uint64_t)st->st_ino, stall_passes)) {
         __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
         specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
                   SPECX_RETIRE_AFTER);
     }
     specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
               copy_dry ? "dry" : "live", t.hits, t.misses);
+    return next_dry;
 }
 
 /* The tally a judgment of the copy rests on: its records not reached yet count as misses only
@@ -317,7 +320,7 @@ static bool single_threaded(void)
  * has one thread: MADV_DONTFORK is the process's, and another thread's fork in the meantime
  * would give its child holes where the program has memory. Returns true in the speculative
  * process. */
-static bool clone_speculative(void)
+static bool clone_speculative(bool dry)
 {
     struct specx_control *ctl = specx.ctl;
     ctl->ready = 0;
@@ -325,8 +328,7 @@ static bool clone_speculative(void)
         ctl->generation = 1;
     specx_log_restart(ctl);
     specx.issued_at_start = ctl->issued;
-    copy_dry = !specx_trust_live();
-    specx_trust_set_dry(copy_dry);
+    copy_dry = dry;
     pid_t program = getpid();
     /* Every signal is blocked from here: in the program while regions are left out of its
      * forks (a handler that forked meanwhile would give its child holes), in the copy until
@@ -561,12 +563,12 @@ static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool a
     return f;
 }
 
-/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first. ARRIVED: its
- * data is in memory already (the program has just waited for the kernel's readahead,
- * specx_copy_after_wait), so there is no read of its own to start and nothing to hide the clone
- * behind. Returns true in the new copy. */
+/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first, dry or live
+ * (DRY, trust.h). ARRIVED: its data is in memory already (the program has just waited for the
+ * kernel's readahead, specx_copy_after_wait), so there is no read of its own to start and
+ * nothing to hide the clone behind. Returns true in the new copy. */
 static bool clone_at(const struct specx_stall *stall, const struct stat *st, bool arrived,
-                     bool sync)
+                     bool sync, bool dry)
 {
     if (stall->off != 0 && !arrived)
         start_own_read(stall, st);
@@ -590,7 +592,7 @@ static bool clone_at(const struct specx_stall *stall, const struct stat *st, boo
         return false;
     }
     pid_t program = getpid();
-    if (clone_speculative()) {
+    if (clone_speculative(dry)) {
         become_speculative(program);
         return true;
     }
@@ -626,17 +628,17 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     case SPECX_STALL_STOP:
         stop_for_memory();
         return false;
-    case SPECX_STALL_BACK_OFF:
+    case SPECX_STALL_BACK_OFF: /* the stall is counted against the back-off */
         if (f.had_copy)
-            judge_copy(tally);
-        specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino); /* counts the stall */
+            judge_copy(tally, &st, true);
+        else
+            specx_backoff_settle(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino, true);
         if (running)
             kill_copy(false); /* diverged, none of its predictions read: not worth a new copy */
         return false;
     case SPECX_STALL_COPY:
-        if (f.had_copy)
-            judge_copy(tally);
-        return clone_at(stall, &st, arrived, running);
+        return clone_at(stall, &st, arrived, running,
+                        f.had_copy ? judge_copy(tally, &st, false) : specx_trust_next_dry());
     }
     return false;
 }
@@ -688,7 +690,7 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
     copy_dev = (uint64_t)st.st_dev;
     copy_ino = (uint64_t)st.st_ino;
     pid_t program = getpid();
-    if (clone_speculative()) {
+    if (clone_speculative(specx_trust_next_dry())) {
         become_speculative(program);
         return true;
     }
