@@ -576,11 +576,10 @@ static bool clone_at(const struct specx_stall *stall, const struct stat *st, boo
         become_speculative(program);
         return true;
     }
-    uint64_t t_clone = specx_now_ns();
     bool cloned = specx.copy.pid > 0;
     bool started = cloned && copy_started(stall);
-    if (cloned)
-        t_clone = copy_born_ns; /* the refork ends once the copy let go of the descriptors */
+    /* The refork ends once the copy let go of the program's descriptors (copy_started). */
+    uint64_t t_clone = cloned ? copy_born_ns : specx_now_ns();
     SPECX_COUNT(refork_ns, t_clone - t0);
     SPECX_COUNT(refork_completed, started && !copy_entering());
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
