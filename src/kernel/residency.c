@@ -43,6 +43,24 @@ int specx_uptodate_pages(int fd, uint64_t off, uint64_t len, unsigned char *vec)
     return ret;
 }
 
+/* Pages of a range checked for arrival (the stack vector's size). */
+#define ARRIVAL_PAGES 64u
+
+bool specx_range_arrived(const struct specx_file_range *r)
+{
+    uint64_t first = r->off % SPECX_PAGE_SIZE;
+    uint64_t len = r->len < ARRIVAL_PAGES * SPECX_PAGE_SIZE - first
+                       ? r->len
+                       : ARRIVAL_PAGES * SPECX_PAGE_SIZE - first;
+    unsigned char vec[ARRIVAL_PAGES];
+    if (len == 0 || specx_uptodate_pages(r->fd, r->off, len, vec) < 0)
+        return false;
+    for (uint64_t i = 0; i < specx_pages_spanned(r->off, len); i++)
+        if (!(vec[i] & 1))
+            return false;
+    return true;
+}
+
 static int64_t cached_pages_mincore(int fd, uint64_t off, uint64_t len)
 {
     unsigned char vec[256];

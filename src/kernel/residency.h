@@ -38,6 +38,17 @@ int64_t specx_cached_pages(int fd, uint64_t off, uint64_t len);
  * Returns 0, or -1 if the range cannot be mapped. */
 int specx_uptodate_pages(int fd, uint64_t off, uint64_t len, unsigned char *vec);
 
+/* A range of an open file. */
+struct specx_file_range {
+    int fd;
+    uint64_t off, len;
+};
+
+/* Whether the data of R has arrived (its first 64 pages at most): complete pages, as
+ * specx_uptodate_pages sees them, not pages in flight as specx_cached_pages counts them. A
+ * read of it would no longer wait. */
+bool specx_range_arrived(const struct specx_file_range *r);
+
 /* True once cachestat(2) was found missing and mincore is used instead. */
 bool specx_residency_fallback(void);
 

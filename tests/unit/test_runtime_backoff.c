@@ -82,8 +82,39 @@ static void test_would_skip_foretells_skip_after_a_judgment(void)
     CHECK(specx_backoff_retired());
 }
 
+/* settle is judged, then skip: the same back-off, the same retirement, over the same history
+ * as the two calls made one after the other. */
+static void test_settle_is_a_judgment_then_a_skip(void)
+{
+    unsigned skips_after_settle[40], skips_after_pair[40];
+    bool retired_by_settle[40], retired_by_pair[40];
+    for (int way = 0; way < 2; way++) {
+        specx_backoff_reset();
+        for (unsigned step = 0; step < 40; step++) {
+            struct specx_judgment j = { step % 3, step % 3, step < 10 && step % 5 == 0 };
+            uint64_t file = (step * 7) % 4;
+            bool passes = step % 2 == 0;
+            const struct specx_judgment *judged = step % 4 == 3 ? NULL : &j;
+            if (way == 0) {
+                retired_by_settle[step] = specx_backoff_settle(judged, file, file, passes);
+                skips_after_settle[step] = specx_backoff_would_skip(file, file, NULL);
+            } else {
+                retired_by_pair[step] = judged && specx_backoff_judged(j.dev, j.ino, j.useful);
+                if (passes)
+                    specx_backoff_skip(file, file);
+                skips_after_pair[step] = specx_backoff_would_skip(file, file, NULL);
+            }
+        }
+    }
+    for (unsigned step = 0; step < 40; step++)
+        CHECK(retired_by_settle[step] == retired_by_pair[step] &&
+              skips_after_settle[step] == skips_after_pair[step]);
+    CHECK(specx_backoff_retired());
+}
+
 int main(void)
 {
+    test_settle_is_a_judgment_then_a_skip();
     test_would_skip_foretells_skip_after_a_judgment();
     test_useless_copies_double_the_backoff_up_to_64();
     test_a_file_without_history_follows_the_process();

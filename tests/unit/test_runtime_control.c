@@ -36,12 +36,20 @@ static void test_consume_moves_horizon_past_earlier_records(void)
     CHECK(ctl->passed == 3);
 }
 
-static void test_restart_clears_outstanding(void)
+/* A copy that has reported every step of its start already: the program does not wait. */
+static void start_copy(struct specx_control *ctl)
+{
+    ctl->generation = ctl->detached = ctl->snapshot = ctl->ready = 1;
+    const struct specx_start_wait wait = { .timeout_ns = 1000000000ull, .snapshot = true };
+    CHECK(specx_control_start(ctl, ctl->issued, &wait).ready == 1);
+}
+
+static void test_a_new_copy_inherits_nothing_outstanding(void)
 {
     struct specx_control *ctl = fresh();
     specx_log_prefetch(ctl, 1, 1, 0, 100, 0, false);
     specx_log_prefetch(ctl, 1, 2, 0, 100, 0, false);
-    specx_log_restart(ctl);
+    start_copy(ctl);
     CHECK(ctl->issued - ctl->passed == 0);
     /* the old records can still be matched */
     CHECK(specx_log_consume(ctl, 1, 2, 50, 10) == 1);
@@ -61,7 +69,7 @@ static void test_horizon_wait_returns_when_allowed(void)
 {
     struct specx_control *ctl = fresh();
     specx_log_prefetch(ctl, 1, 1, 0, 100, 0, false);
-    specx_log_restart(ctl);
+    start_copy(ctl);
     specx_horizon_wait(ctl, 1, 4096, 1); /* nothing outstanding: must not block */
 }
 
@@ -71,15 +79,15 @@ static void test_tally_counts_read_and_passed_records(void)
     CHECK(ctl);
     for (uint64_t ino = 1; ino <= 4; ino++)
         specx_log_prefetch(ctl, 1, ino, 0, 4096, 0, true);
-    CHECK(specx_log_consume(ctl, 1, 2, 0, 100) == 0); /* dry records are no prefetches */
-    struct specx_tally t = specx_log_tally(ctl, 0, true);
-    CHECK(t.hits == 1 && t.misses == 1); /* ino 1 passed over; 3 and 4 not reached yet */
-    t = specx_log_tally(ctl, 0, false);
-    CHECK(t.hits == 1 && t.misses == 3);
-    CHECK(specx_log_tally(ctl, 2, false).hits == 0); /* a later copy's records only */
-    CHECK(specx_log_predicted(ctl, 0, 1, 2, 4000, 10));
-    CHECK(!specx_log_predicted(ctl, 0, 1, 3, 0, 10)); /* logged but not read */
-    CHECK(!specx_log_predicted(ctl, 2, 1, 2, 0, 10)); /* an earlier copy's record */
+    struct specx_log_view v;
+    CHECK(specx_log_consume_at_stall(ctl, 1, 2, 0, 100, 0, &v) == 0); /* dry: no prefetches */
+    CHECK(v.from == 0 && v.predicted);
+    CHECK(v.on_track.hits == 1 && v.on_track.misses == 1); /* ino 1 passed; 3, 4 not reached */
+    CHECK(v.diverged.hits == 1 && v.diverged.misses == 3);
+    CHECK(specx_log_view(ctl, 2, 1, 2, 0, 10).diverged.hits == 0); /* a later copy's records */
+    CHECK(specx_log_view(ctl, 0, 1, 2, 4000, 10).predicted);
+    CHECK(!specx_log_view(ctl, 0, 1, 3, 0, 10).predicted); /* logged but not read */
+    CHECK(!specx_log_view(ctl, 2, 1, 2, 0, 10).predicted); /* an earlier copy's record */
 }
 
 static void test_pending_predictions_are_not_logged_twice(void)
@@ -98,7 +106,7 @@ int main(void)
 {
     test_consume_matches_file_and_range();
     test_consume_moves_horizon_past_earlier_records();
-    test_restart_clears_outstanding();
+    test_a_new_copy_inherits_nothing_outstanding();
     test_window_forgets_old_records();
     test_horizon_wait_returns_when_allowed();
     test_tally_counts_read_and_passed_records();

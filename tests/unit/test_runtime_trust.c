@@ -43,8 +43,21 @@ static void test_copies_that_predict_nothing_change_nothing(void)
     CHECK(!specx_trust_live());
 }
 
+/* A judgment fixes the next copy's mode on the estimates it leaves: dry until trusted. */
+static void test_a_judgment_fixes_the_next_copys_mode(void)
+{
+    specx_trust_reset();
+    CHECK(specx_trust_next_dry());
+    CHECK(specx_trust_dry());
+    CHECK(specx_trust_judge(tally(1, 0)));
+    CHECK(!specx_trust_judge(tally(1, 0))); /* two predictions read: the next copy is live */
+    CHECK(!specx_trust_dry() && specx_trust_live());
+    CHECK(specx_trust_judge(tally(0, 5)) == !specx_trust_live());
+}
+
 int main(void)
 {
+    test_a_judgment_fixes_the_next_copys_mode();
     test_no_history_starts_dry_and_two_hits_promote();
     test_inaccurate_copies_lose_trust_and_regain_it();
     test_copies_that_predict_nothing_change_nothing();

@@ -37,8 +37,6 @@
 /* While it waits, the program looks this often whether its own read has completed (§5.1: a
  * refork must not delay the program beyond its own I/O). */
 #define READY_SLICE_NS (100ull * 1000ull)
-/* Pages of the stalled read checked for arrival (the stack vector's size). */
-#define ARRIVAL_PAGES 64u
 /* A copy that has not entered its sandbox after this long is stuck (in a file system that does
  * not answer, say) and is replaced at the next stall; see copy_entering. */
 #define ENTRY_LIMIT_NS (1000ull * 1000000ull)
@@ -59,30 +57,25 @@ static sigset_t mask_at_clone;
 static struct specx_copy_groups copy_groups;
 
 /* Judges the copy that just ended or is about to be replaced, by what its predictions were
- * worth to the program (trust.h), T being their tally (judged_tally): a copy none of whose
+ * worth to the program (trust.h), T being their tally (facts_at): a copy none of whose
  * records the program read was useless, whether it prefetched nothing (it died of the data it
  * could not read: SQLite's page check, GNU ld's object headers) or prefetched wrongly (pointer
- * chasing). */
-static void judge_copy(struct specx_tally t)
+ * chasing). The stall at file ST that judges it passes without a new copy with STALL_PASSES
+ * (counted against the back-off, backoff.h). Returns the mode of the next copy (trust.h). */
+static bool judge_copy(struct specx_tally t, const struct stat *st, bool stall_passes)
 {
-    specx_trust_judge(t);
+    bool next_dry = specx_trust_judge(t);
     if (t.hits > 0)
         SPECX_COUNT(spec_judged_useful, 1);
-    if (specx_backoff_judged(copy_dev, copy_ino, t.hits > 0)) {
+    struct specx_judgment judged = { copy_dev, copy_ino, t.hits > 0 };
+    if (specx_backoff_settle(&judged, (uint64_t)st->st_dev, (uint64_t)st->st_ino, stall_passes)) {
         __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
         specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
                   SPECX_RETIRE_AFTER);
     }
     specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
               copy_dry ? "dry" : "live", t.hits, t.misses);
-}
-
-/* The tally a judgment of the copy rests on: its records not reached yet count as misses only
- * if the program stalled somewhere the copy did not predict (ON_TRACK false): then it diverged,
- * and they will not be read. */
-static struct specx_tally judged_tally(bool on_track)
-{
-    return specx_log_tally(specx.ctl, specx.issued_at_start, on_track);
+    return next_dry;
 }
 
 #define DYING (sizeof specx.dying / sizeof specx.dying[0])
@@ -228,13 +221,6 @@ static bool copy_still_running(void)
     return specx.copy.pid > 0;
 }
 
-/* A dry copy that predicted the program's stall is on track; it is replaced by a live one
- * (promoted) once its predictions have earned the process's trust. */
-static bool dry_copy_earned_trust(void)
-{
-    return specx_trust_earned(specx_log_tally(specx.ctl, specx.issued_at_start, true));
-}
-
 /* A copy the program stopped waiting for (READY_TIMEOUT_NS) may still be entering its
  * sandbox, which takes a file-system round trip or more per open descriptor: 60 ms for GNU
  * ld's 560 objects on FUSE, longer than the program goes between stalls. Killing and
@@ -317,16 +303,14 @@ static bool single_threaded(void)
  * has one thread: MADV_DONTFORK is the process's, and another thread's fork in the meantime
  * would give its child holes where the program has memory. Returns true in the speculative
  * process. */
-static bool clone_speculative(void)
+static bool clone_speculative(bool dry)
 {
     struct specx_control *ctl = specx.ctl;
     ctl->ready = 0;
     if (++ctl->generation == SPECX_READY_FAILED || ctl->generation == 0)
         ctl->generation = 1;
-    specx_log_restart(ctl);
-    specx.issued_at_start = ctl->issued;
-    copy_dry = !specx_trust_live();
-    specx_trust_set_dry(copy_dry);
+    specx.issued_at_start = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    copy_dry = dry;
     pid_t program = getpid();
     /* Every signal is blocked from here: in the program while regions are left out of its
      * forks (a handler that forked meanwhile would give its child holes), in the copy until
@@ -365,33 +349,19 @@ static bool clone_speculative(void)
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;
-    /* Until the copy let go of them it holds the program's descriptions: a close by the
-     * program meanwhile would not end a pipe or connection or release a flock. */
-    specx_control_wait_detached(ctl, ctl->generation, READY_TIMEOUT_NS);
     specx.copy = (struct specx_copy_ref){ (pid_t)pid, specx_process_start_time((pid_t)pid) };
     copy_thread = specx.manager; /* this thread: only the manager clones */
-    copy_born_ns = specx_now_ns();
     SPECX_COUNT(spec_created, 1);
     if (copy_dry)
         SPECX_COUNT(spec_dry, 1);
     return false;
 }
 
-/* Whether the data the program stalled on has arrived (mincore: complete pages, not pages
- * in flight as cachestat counts them): from then on a refork would delay the program. */
-static bool own_read_arrived(const struct specx_stall *stall)
+/* The read the program stalled on; once its data has arrived a refork would delay the
+ * program (kernel/residency.h, specx_range_arrived). */
+static struct specx_file_range own_read(const struct specx_stall *stall)
 {
-    uint64_t first = stall->off % SPECX_PAGE_SIZE;
-    uint64_t len = stall->len < ARRIVAL_PAGES * SPECX_PAGE_SIZE - first
-                       ? stall->len
-                       : ARRIVAL_PAGES * SPECX_PAGE_SIZE - first;
-    unsigned char vec[ARRIVAL_PAGES];
-    if (len == 0 || specx_uptodate_pages(stall->fd, stall->off, len, vec) < 0)
-        return false;
-    for (uint64_t i = 0; i < specx_pages_spanned(stall->off, len); i++)
-        if (!(vec[i] & 1))
-            return false;
-    return true;
+    return (struct specx_file_range){ stall->fd, stall->off, stall->len };
 }
 
 /* Whether this process's copies take part of their snapshot in the sandbox rather than at
@@ -407,31 +377,27 @@ static bool snapshot_taken_late(void)
     return __atomic_load_n(&specx.ctl->snapshot_late, __ATOMIC_RELAXED) != 0;
 }
 
-/* Waits for the new process to be sandboxed: until then it takes the program's file offsets as
- * they are, and it should not find them moved. At a stall the wait is preemptible (§5.1): it
- * ends when the program's own read has completed, and the copy finishes entering on its own;
- * but not before the copy has its snapshot, where that is taken in the sandbox
- * (snapshot_taken_late). */
-static uint32_t wait_ready(const struct specx_stall *stall)
-{
-    if (stall && snapshot_taken_late())
-        specx_control_wait_snapshot(specx.ctl, specx.ctl->generation, READY_TIMEOUT_NS);
-    uint64_t start = specx_now_ns();
-    for (;;) {
-        uint32_t seen = specx_control_wait_ready(specx.ctl, specx.ctl->generation,
-                                                 stall ? READY_SLICE_NS : READY_TIMEOUT_NS);
-        if (seen == specx.ctl->generation || seen == SPECX_READY_FAILED ||
-            specx_now_ns() - start >= READY_TIMEOUT_NS || !stall || own_read_arrived(stall))
-            return seen;
-    }
-}
-
-/* Returns whether a copy runs (sandboxed by now, or still entering). STALL: the read the
- * program goes on with (NULL: none, the wait is not preemptible). */
+/* Waits for the new process to start, in one call (core/control.h): first until it let go of
+ * the program's descriptors, which until then it holds: a close by the program meanwhile would
+ * not end a pipe or connection or release a flock. Then until it is sandboxed: until then it
+ * takes the program's file offsets as they are, and it should not find them moved. At a stall
+ * that wait is preemptible (§5.1): it ends when the program's own read has completed, and the
+ * copy finishes entering on its own; but not before the copy has its snapshot, where that is
+ * taken in the sandbox (snapshot_taken_late). The copy is born once it let go. Returns whether
+ * a copy runs (sandboxed by now, or still entering). STALL: the read the program goes on with
+ * (NULL: none, the wait is not preemptible). */
 static bool copy_started(const struct specx_stall *stall)
 {
-    uint32_t seen = wait_ready(stall);
-    if (seen != SPECX_READY_FAILED) {
+    struct specx_file_range own = stall ? own_read(stall) : (struct specx_file_range){ 0 };
+    const struct specx_start_wait wait = {
+        .timeout_ns = READY_TIMEOUT_NS,
+        .snapshot = stall && snapshot_taken_late(),
+        .own_read = stall ? &own : NULL,
+        .slice_ns = READY_SLICE_NS,
+    };
+    struct specx_start start = specx_control_start(specx.ctl, specx.issued_at_start, &wait);
+    copy_born_ns = start.detached_ns;
+    if (start.ready != SPECX_READY_FAILED) {
         demote_copy();
         return true;
     }
@@ -514,26 +480,40 @@ bool specx_copy_watch_memory(void)
     return stopped;
 }
 
-/* The copy the program had, as its stall at STALL (in file ST) finds it: RUNNING if it has not
- * ended by itself, ARRIVED if the program only waited for readahead. A wait for readahead is
- * no sign of divergence: a running copy skips the window in flight (copy_read.c) and predicts
- * beyond it; a copy made at the last wait may not have reached that far yet. */
-static struct specx_stall_view view_of_copy(const struct specx_stall *stall,
-                                            const struct stat *st, bool running, bool arrived)
+/* What the prefetch log says of the copy at STALL (in file ST): the view the read path took as
+ * it matched the read, unless it took none or took it of an earlier copy (another thread
+ * replaced it meanwhile). */
+static struct specx_log_view log_view(const struct specx_stall *stall, const struct stat *st)
+{
+    if (stall->log_seen && stall->log.from == specx.issued_at_start)
+        return stall->log;
+    return specx_log_view(specx.ctl, specx.issued_at_start, (uint64_t)st->st_dev,
+                          (uint64_t)st->st_ino, stall->off, stall->len);
+}
+
+/* The copy the program had, as its stall finds it by LOG: RUNNING if it has not ended by
+ * itself, ARRIVED if the program only waited for readahead. A wait for readahead is no sign of
+ * divergence: a running copy skips the window in flight (copy_read.c) and predicts beyond it;
+ * a copy made at the last wait may not have reached that far yet. A dry copy that predicted the
+ * stall is on track; it is replaced by a live one (promoted) once its predictions have earned
+ * the process's trust. */
+static struct specx_stall_view view_of_copy(const struct specx_log_view *log, bool running,
+                                            bool arrived)
 {
     struct specx_stall_view v = { .running = running, .dry = copy_dry, .arrived = arrived };
     v.entering = running && copy_entering();
     if (v.entering)
         return v; /* left to get going, whatever else holds */
-    v.on_track = specx_log_predicted(specx.ctl, specx.issued_at_start, (uint64_t)st->st_dev,
-                                     (uint64_t)st->st_ino, stall->off, stall->len);
-    v.earned = running && copy_dry && dry_copy_earned_trust();
+    v.on_track = log->predicted;
+    v.earned = running && copy_dry && specx_trust_earned(log->on_track);
     v.other_thread = specx.manager != copy_thread;
     return v;
 }
 
 /* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
- * acting on it needs: the file (ST) and the tally a judgment of the copy would rest on (TALLY).
+ * acting on it needs: the file (ST) and the tally a judgment of the copy would rest on (TALLY):
+ * its records not reached yet count as misses only if the program stalled somewhere the copy
+ * did not predict (then it diverged, and they will not be read).
  * Looked at in the order the decision needs it, and no further than it needs: nothing once
  * speculation may not run or the memory control stopped it. Where it may run, a read from a
  * file's start is started at once, whatever the decision (start_own_read). */
@@ -552,8 +532,9 @@ static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool a
     bool running = copy_still_running();
     struct specx_judgment judged = { copy_dev, copy_ino, false };
     if (f.had_copy) {
-        f.copy = view_of_copy(stall, st, running, arrived);
-        *tally = judged_tally(f.copy.on_track);
+        struct specx_log_view log = log_view(stall, st);
+        f.copy = view_of_copy(&log, running, arrived);
+        *tally = f.copy.on_track ? log.on_track : log.diverged;
         judged.useful = tally->hits > 0;
     }
     f.backing_off = specx_backoff_would_skip((uint64_t)st->st_dev, (uint64_t)st->st_ino,
@@ -561,12 +542,12 @@ static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool a
     return f;
 }
 
-/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first. ARRIVED: its
- * data is in memory already (the program has just waited for the kernel's readahead,
- * specx_copy_after_wait), so there is no read of its own to start and nothing to hide the clone
- * behind. Returns true in the new copy. */
+/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first, dry or live
+ * (DRY, trust.h). ARRIVED: its data is in memory already (the program has just waited for the
+ * kernel's readahead, specx_copy_after_wait), so there is no read of its own to start and
+ * nothing to hide the clone behind. Returns true in the new copy. */
 static bool clone_at(const struct specx_stall *stall, const struct stat *st, bool arrived,
-                     bool sync)
+                     bool sync, bool dry)
 {
     if (stall->off != 0 && !arrived)
         start_own_read(stall, st);
@@ -585,18 +566,21 @@ static bool clone_at(const struct specx_stall *stall, const struct stat *st, boo
     }
     /* Preemptible refork (§5.1): with its data in already, the program would only wait for
      * the clone; it goes on, and the next stall reforks. */
-    if (!arrived && own_read_arrived(stall)) {
+    struct specx_file_range own = own_read(stall);
+    if (!arrived && specx_range_arrived(&own)) {
         SPECX_COUNT(refork_ns, specx_now_ns() - t0);
         return false;
     }
     pid_t program = getpid();
-    if (clone_speculative()) {
+    if (clone_speculative(dry)) {
         become_speculative(program);
         return true;
     }
-    uint64_t t_clone = specx_now_ns();
+    bool cloned = specx.copy.pid > 0;
+    bool started = cloned && copy_started(stall);
+    /* The refork ends once the copy let go of the program's descriptors (copy_started). */
+    uint64_t t_clone = cloned ? copy_born_ns : specx_now_ns();
     SPECX_COUNT(refork_ns, t_clone - t0);
-    bool started = specx.copy.pid > 0 && copy_started(stall);
     SPECX_COUNT(refork_completed, started && !copy_entering());
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
@@ -626,17 +610,17 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     case SPECX_STALL_STOP:
         stop_for_memory();
         return false;
-    case SPECX_STALL_BACK_OFF:
+    case SPECX_STALL_BACK_OFF: /* the stall is counted against the back-off */
         if (f.had_copy)
-            judge_copy(tally);
-        specx_backoff_skip((uint64_t)st.st_dev, (uint64_t)st.st_ino); /* counts the stall */
+            judge_copy(tally, &st, true);
+        else
+            specx_backoff_settle(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino, true);
         if (running)
             kill_copy(false); /* diverged, none of its predictions read: not worth a new copy */
         return false;
     case SPECX_STALL_COPY:
-        if (f.had_copy)
-            judge_copy(tally);
-        return clone_at(stall, &st, arrived, running);
+        return clone_at(stall, &st, arrived, running,
+                        f.had_copy ? judge_copy(tally, &st, false) : specx_trust_next_dry());
     }
     return false;
 }
@@ -688,7 +672,7 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
     copy_dev = (uint64_t)st.st_dev;
     copy_ino = (uint64_t)st.st_ino;
     pid_t program = getpid();
-    if (clone_speculative()) {
+    if (clone_speculative(specx_trust_next_dry())) {
         become_speculative(program);
         return true;
     }

@@ -10,11 +10,17 @@
 #include <stdint.h>
 
 #include "common/stats_layout.h" /* enum specx_slot_flag */
+#include "run/runtime/core/control.h" /* struct specx_log_view */
 
 /* The read the program is about to block on. */
 struct specx_stall {
     int fd;
     uint64_t off, len; /* clamped to EOF */
+    /* What the prefetch log said of the running copy when the read path matched the read
+     * against it (log_seen; core/control.h, specx_log_consume_at_stall): the stall's one
+     * question to the log. */
+    bool log_seen;
+    struct specx_log_view log;
 };
 
 /* Called at a stall, before the blocking read: starts the program's own read of the range,

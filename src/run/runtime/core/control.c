@@ -85,12 +85,6 @@ unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino
     return prefetches;
 }
 
-void specx_log_restart(struct specx_control *ctl)
-{
-    __atomic_store_n(&ctl->passed, __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE),
-                     __ATOMIC_RELEASE);
-}
-
 /* The first of the records [from, issued) still in the ring: only a copy's newest
  * SPECX_LOG_SIZE records are tallied, the older ones are overwritten. */
 static uint32_t first_live_record(uint32_t from, uint32_t issued)
@@ -98,35 +92,35 @@ static uint32_t first_live_record(uint32_t from, uint32_t issued)
     return issued - from > SPECX_LOG_SIZE ? issued - SPECX_LOG_SIZE : from;
 }
 
-struct specx_tally specx_log_tally(const struct specx_control *ctl, uint32_t from,
-                                     bool only_passed)
+struct specx_log_view specx_log_view(const struct specx_control *ctl, uint32_t from,
+                                     uint64_t dev, uint64_t ino, uint64_t off, uint64_t len)
 {
     uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
     uint32_t passed = __atomic_load_n(&ctl->passed, __ATOMIC_ACQUIRE);
-    struct specx_tally t = { 0, 0 };
+    struct specx_log_view v = { .from = from };
     for (uint32_t seq = first_live_record(from, issued); seq != issued; seq++) {
         const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
         if (rec->seq != seq)
             continue;
-        if (__atomic_load_n(&rec->consumed, __ATOMIC_RELAXED))
-            t.hits++;
-        else if (!only_passed || seq < passed)
-            t.misses++;
+        if (__atomic_load_n(&rec->consumed, __ATOMIC_RELAXED)) {
+            v.on_track.hits++;
+            v.predicted = v.predicted || record_overlaps(rec, dev, ino, off, len);
+        } else {
+            v.diverged.misses++;
+            v.on_track.misses += seq < passed;
+        }
     }
-    return t;
+    v.diverged.hits = v.on_track.hits;
+    return v;
 }
 
-bool specx_log_predicted(const struct specx_control *ctl, uint32_t from, uint64_t dev,
-                           uint64_t ino, uint64_t off, uint64_t len)
+unsigned specx_log_consume_at_stall(struct specx_control *ctl, uint64_t dev, uint64_t ino,
+                                    uint64_t off, uint64_t len, uint32_t from,
+                                    struct specx_log_view *view)
 {
-    uint32_t issued = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
-    for (uint32_t seq = first_live_record(from, issued); seq != issued; seq++) {
-        const struct specx_prefetch_record *rec = &ctl->log[seq % SPECX_LOG_SIZE];
-        if (rec->seq == seq && rec->consumed && rec->dev == dev && rec->ino == ino &&
-            rec->off < off + len && off < rec->off + rec->len)
-            return true;
-    }
-    return false;
+    unsigned prefetches = specx_log_consume(ctl, dev, ino, off, len);
+    *view = specx_log_view(ctl, from, dev, ino, off, len);
+    return prefetches;
 }
 
 bool specx_log_pending(const struct specx_control *ctl, uint64_t dev, uint64_t ino,
@@ -200,21 +194,9 @@ void specx_control_report_detached(struct specx_control *ctl, uint32_t value)
     report(&ctl->detached, value);
 }
 
-void specx_control_wait_detached(struct specx_control *ctl, uint32_t generation,
-                                 uint64_t timeout_ns)
-{
-    wait_for(ctl, &ctl->detached, generation, timeout_ns);
-}
-
 void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value)
 {
     report(&ctl->snapshot, value);
-}
-
-void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
-                                 uint64_t timeout_ns)
-{
-    wait_for(ctl, &ctl->snapshot, generation, timeout_ns);
 }
 
 void specx_control_report_ready(struct specx_control *ctl, uint32_t value)
@@ -222,8 +204,33 @@ void specx_control_report_ready(struct specx_control *ctl, uint32_t value)
     report(&ctl->ready, value);
 }
 
-uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
-                                  uint64_t timeout_ns)
+/* Waits for `ready` as W says: in slices while the program's own read has not arrived, so
+ * that the wait ends when it has (the copy then finishes entering on its own). */
+static uint32_t wait_ready(struct specx_control *ctl, uint32_t generation,
+                           const struct specx_start_wait *w)
 {
-    return wait_for(ctl, &ctl->ready, generation, timeout_ns);
+    uint64_t start = specx_now_ns();
+    for (;;) {
+        uint32_t seen = wait_for(ctl, &ctl->ready, generation,
+                                 w->own_read ? w->slice_ns : w->timeout_ns);
+        if (seen == generation || seen == SPECX_READY_FAILED ||
+            specx_now_ns() - start >= w->timeout_ns || !w->own_read ||
+            specx_range_arrived(w->own_read))
+            return seen;
+    }
+}
+
+/* The new process logs nothing before it is ready, so the horizon's base can move to FROM
+ * here, after the clone (never down: a thread of the program may have moved it further). */
+struct specx_start specx_control_start(struct specx_control *ctl, uint32_t from,
+                                       const struct specx_start_wait *w)
+{
+    uint32_t generation = ctl->generation;
+    move_passed(ctl, from);
+    wait_for(ctl, &ctl->detached, generation, w->timeout_ns);
+    struct specx_start s = { .detached_ns = specx_now_ns() };
+    if (w->snapshot)
+        wait_for(ctl, &ctl->snapshot, generation, w->timeout_ns);
+    s.ready = wait_ready(ctl, generation, w);
+    return s;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernel/cgroup.h"
+#include "kernel/residency.h" /* struct specx_file_range */
 #include "run/runtime/policy/memory_control.h"
 #include "run/runtime/policy/trust.h" /* struct specx_tally */
 
@@ -89,24 +90,34 @@ void specx_log_prefetch(struct specx_control *ctl, uint64_t dev, uint64_t ino, u
 unsigned specx_log_consume(struct specx_control *ctl, uint64_t dev, uint64_t ino, uint64_t off,
                            uint64_t len);
 
-/* Program side, at each new speculative process: nothing it inherits is outstanding. */
-void specx_log_restart(struct specx_control *ctl);
-
 /* Speculative side: blocks while the horizon forbids another prefetch of NEXT bytes: more
  * than HORIZON outstanding, the oldest too old, or more than MAX_BYTES outstanding (0: no
  * byte bound). */
 void specx_horizon_wait(struct specx_control *ctl, uint32_t horizon, uint64_t next,
                         uint64_t max_bytes);
 
-/* Program side: the tally of the records [from, ctl->issued). With only_passed, records the
- * program has not reached yet are not counted as misses (the copy is still running). */
-struct specx_tally specx_log_tally(const struct specx_control *ctl, uint32_t from,
-                                     bool only_passed);
+/* What the prefetch log says, at a stall, of the copy whose records start at `from`: all a
+ * decision about that copy asks of the log (policy/stall.h), from one look at it. */
+struct specx_log_view {
+    uint32_t from;
+    bool predicted;              /* a record of it that the program read covers the stalled
+                                    read: it predicted it */
+    struct specx_tally on_track; /* its records' tally, those the program has not reached yet
+                                    left out (a copy on track still runs ahead of it) */
+    struct specx_tally diverged; /* the same, those counted as misses (a copy off course: they
+                                    will not be read) */
+};
 
-/* Program side: did the copy whose records start at `from` predict this read of (dev, ino)?
- * Called after the read was matched against the log (readpath.c consumes the records). */
-bool specx_log_predicted(const struct specx_control *ctl, uint32_t from, uint64_t dev,
-                           uint64_t ino, uint64_t off, uint64_t len);
+/* Program side: the view of the copy whose records start at FROM, at a stalled read
+ * [off, off+len) of (dev, ino) that was matched against the log already. */
+struct specx_log_view specx_log_view(const struct specx_control *ctl, uint32_t from,
+                                     uint64_t dev, uint64_t ino, uint64_t off, uint64_t len);
+
+/* Program side, at a stall: specx_log_consume, then the view of the copy from FROM, in one
+ * call (the read path matches every read; at a stall the copy's life cycle needs the view). */
+unsigned specx_log_consume_at_stall(struct specx_control *ctl, uint64_t dev, uint64_t ino,
+                                    uint64_t off, uint64_t len, uint32_t from,
+                                    struct specx_log_view *view);
 
 /* Speculative side: is [off, off+len) of (dev, ino) inside a prediction this copy logged
  * that the program has not reached yet? A live copy that reads again what it prefetched finds
@@ -116,18 +127,35 @@ bool specx_log_predicted(const struct specx_control *ctl, uint32_t from, uint64_
 bool specx_log_pending(const struct specx_control *ctl, uint64_t dev, uint64_t ino,
                          uint64_t off, uint64_t len);
 
-/* Start-up handshake: the speculative process reports (futex wake), the program waits at
- * most timeout_ns. Returns the value of `ready` seen last. That it let go of the program's
- * descriptors, then its snapshot, are reported the same way, before `ready`; a wait for them
- * ends too when `ready` says the process failed. */
+/* Start-up handshake, speculative side: the new process reports (futex wake) that it let go
+ * of the program's descriptors, then that it has its snapshot, then that it is ready (or
+ * SPECX_READY_FAILED), each with its generation. */
 void specx_control_report_detached(struct specx_control *ctl, uint32_t value);
-void specx_control_wait_detached(struct specx_control *ctl, uint32_t generation,
-                                 uint64_t timeout_ns);
 void specx_control_report_snapshot(struct specx_control *ctl, uint32_t value);
-void specx_control_wait_snapshot(struct specx_control *ctl, uint32_t generation,
-                                 uint64_t timeout_ns);
 void specx_control_report_ready(struct specx_control *ctl, uint32_t value);
-uint32_t specx_control_wait_ready(struct specx_control *ctl, uint32_t generation,
-                                  uint64_t timeout_ns);
+
+/* How the program waits for a new speculative process (specx_control_start). */
+struct specx_start_wait {
+    uint64_t timeout_ns; /* the longest wait for each report */
+    bool snapshot;       /* wait for its snapshot too, before `ready` */
+    /* The program's own read (NULL: none): the wait for `ready` ends once it has arrived,
+     * looked at every slice_ns. */
+    const struct specx_file_range *own_read;
+    uint64_t slice_ns;
+};
+
+/* How the start went. */
+struct specx_start {
+    uint32_t ready;       /* the value of `ready` seen last: the generation once the process is
+                             sandboxed, SPECX_READY_FAILED if it could not be */
+    uint64_t detached_ns; /* when the wait for it to let go of the program's descriptors ended */
+};
+
+/* Program side, right after cloning the speculative process of ctl->generation, whose records
+ * start at FROM: nothing it inherits in the log is outstanding (its horizon starts at FROM),
+ * and the program waits as W says for the handshake. A wait ends too when `ready` says the
+ * process failed. */
+struct specx_start specx_control_start(struct specx_control *ctl, uint32_t from,
+                                       const struct specx_start_wait *w);
 
 #endif

@@ -49,8 +49,15 @@ extern struct specx_state specx;
 #define SPECX_COUNT(field, value) \
     __atomic_fetch_add(&specx.slot->field, (uint64_t)(value), __ATOMIC_RELAXED)
 
-/* One line on stderr prefixed "specx: ", only with --verbose (SPECX_VERBOSE=1). */
-void specx_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One line on stderr prefixed "specx: ", only with --verbose (SPECX_VERBOSE=1). The flag is
+ * tested where the line is logged: the read path logs at every stall, and without --verbose
+ * neither the call nor its arguments cost anything. */
+#define specx_log(...)                  \
+    do {                                \
+        if (specx.verbose)              \
+            specx_log_line(__VA_ARGS__); \
+    } while (0)
+void specx_log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Code of the program's threads that makes the runtime's own system calls runs between
  * specx_calls_begin, which says whether it may (the role is still SPECX_ROLE_NORMAL), and

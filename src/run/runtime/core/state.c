@@ -44,10 +44,8 @@ void specx_calls_drain(void)
         sched_yield();
 }
 
-void specx_log(const char *fmt, ...)
+void specx_log_line(const char *fmt, ...)
 {
-    if (!specx.verbose)
-        return;
     char line[256];
     va_list ap;
     va_start(ap, fmt);

@@ -149,10 +149,16 @@ static void count_hit_run(bool miss)
 }
 
 /* Matches the read against the speculative process's prefetch log (Table 2's "used" and
- * "unused" prefetches) and moves its horizon on. */
-static void track_prefetches(struct specx_read *r, const struct stat *st)
+ * "unused" prefetches) and moves its horizon on. At a STALL (NULL: the read is none) the same
+ * look at the log says what the copy's life cycle will ask of it there. */
+static void track_prefetches(struct specx_read *r, const struct stat *st,
+                             struct specx_stall *stall)
 {
-    unsigned n = specx_log_consume(specx.ctl, st->st_dev, st->st_ino, r->off, r->len);
+    unsigned n = stall ? specx_log_consume_at_stall(specx.ctl, st->st_dev, st->st_ino, r->off,
+                                                    r->len, specx.issued_at_start, &stall->log)
+                       : specx_log_consume(specx.ctl, st->st_dev, st->st_ino, r->off, r->len);
+    if (stall)
+        stall->log_seen = true;
     if (n && r->miss)
         SPECX_COUNT(spec_evicted, n);
     else if (n) {
@@ -196,6 +202,13 @@ static bool after_wait(int fd)
     return true;
 }
 
+/* Whether the copy's life cycle will be asked about this read while a copy runs: a miss, or
+ * the read after a wait for readahead on its descriptor (after_wait). */
+static bool stall_with_copy(const struct specx_read *r)
+{
+    return (r->miss || r->fd == waited_fd) && specx.copy.pid > 0;
+}
+
 /* Whether the read misses is settled by one cachestat over the requested range: when every
  * page is there (the common case, and all of the warm-cache overhead) nothing else is asked.
  * Only a range that looks incomplete needs the fstat that tells a regular file (cachestat
@@ -229,10 +242,10 @@ static enum specx_read_action check_read(struct specx_read *r, int fd, uint64_t 
     SPECX_COUNT(reads, 1);
     count_hit_run(r->miss);
     r->t0 = specx_now_ns();
+    struct specx_stall stall = { .fd = fd, .off = r->off, .len = r->len };
     if (prefetches_issued() && (have_st || (have_st = is_regular(fd, &st))))
-        track_prefetches(r, &st);
+        track_prefetches(r, &st, stall_with_copy(r) ? &stall : NULL);
     specx_history_note(fd, have_st ? &st : NULL, r->off, r->len, r->miss, r->used > 0);
-    const struct specx_stall stall = { fd, r->off, r->len };
     if (r->miss) {
         if (specx_copy_on_stall(&stall)) {
             r->skip = true;

@@ -86,3 +86,12 @@ bool specx_backoff_would_skip(uint64_t dev, uint64_t ino, const struct specx_jud
     state = before;
     return skip;
 }
+
+bool specx_backoff_settle(const struct specx_judgment *judged, uint64_t dev, uint64_t ino,
+                          bool passes)
+{
+    bool retired = judged && specx_backoff_judged(judged->dev, judged->ino, judged->useful);
+    if (passes)
+        specx_backoff_skip(dev, ino);
+    return retired;
+}

@@ -47,6 +47,13 @@ struct specx_judgment {
  * anything is done. */
 bool specx_backoff_would_skip(uint64_t dev, uint64_t ino, const struct specx_judgment *judged);
 
+/* What a stall on file (dev, ino) does to the back-off once it is decided, in one call: JUDGED
+ * (if not NULL) is the copy judged there (specx_backoff_judged), and with PASSES the stall passes
+ * without a new copy (specx_backoff_skip, after the judgment). Returns true when the judgment
+ * retires the process's copies. */
+bool specx_backoff_settle(const struct specx_judgment *judged, uint64_t dev, uint64_t ino,
+                          bool passes);
+
 /* Whether the process makes no more copies. */
 bool specx_backoff_retired(void);
 

@@ -31,13 +31,14 @@ static double decayed(double old, unsigned fresh)
 
 /* A copy that predicted nothing (it died of the data it could not read) says nothing about
  * the accuracy of the next one: it does not move the estimates (backoff.c backs off from it). */
-void specx_trust_judge(struct specx_tally t)
+bool specx_trust_judge(struct specx_tally t)
 {
-    if (t.hits + t.misses == 0)
-        return;
-    estimate.benefit = decayed(estimate.benefit, t.hits);
-    estimate.cost = decayed(estimate.cost, t.misses);
-    estimate.hits += t.hits;
+    if (t.hits + t.misses != 0) {
+        estimate.benefit = decayed(estimate.benefit, t.hits);
+        estimate.cost = decayed(estimate.cost, t.misses);
+        estimate.hits += t.hits;
+    }
+    return specx_trust_next_dry();
 }
 
 static bool trusted(double benefit, double cost, unsigned hits)
@@ -58,6 +59,10 @@ bool specx_trust_earned(struct specx_tally so_far)
                    estimate.hits + so_far.hits);
 }
 
-void specx_trust_set_dry(bool dry) { copy_dry = dry; }
+bool specx_trust_next_dry(void)
+{
+    copy_dry = !specx_trust_live();
+    return copy_dry;
+}
 
 bool specx_trust_dry(void) { return copy_dry; }

@@ -32,18 +32,21 @@ struct specx_tally {
 /* A new process image (start, or a forked child): no history. */
 void specx_trust_reset(void);
 
-/* Program side: folds an ended copy's tally into this process's estimates. */
-void specx_trust_judge(struct specx_tally t);
-
 /* Program side: may the next copy start live, on this process's history? */
 bool specx_trust_live(void);
+
+/* Program side, before cloning: fixes the mode of the next copy on this process's history
+ * (dry unless specx_trust_live); the copy inherits it. Returns whether it is dry. */
+bool specx_trust_next_dry(void);
+
+/* Program side: folds an ended copy's tally into this process's estimates, and fixes the mode
+ * of the next copy on them as specx_trust_next_dry does (a copy cloned after a judgment needs
+ * no other call). Returns whether the next copy is dry. */
+bool specx_trust_judge(struct specx_tally t);
 
 /* Program side: would a running dry copy with this tally so far be trusted if it were judged
  * now? Then it is worth replacing by a live one. */
 bool specx_trust_earned(struct specx_tally so_far);
-
-/* Program side, before cloning: the mode of the next copy; the copy inherits it. */
-void specx_trust_set_dry(bool dry);
 
 /* Speculative side: does this copy only log predictions? */
 bool specx_trust_dry(void);
