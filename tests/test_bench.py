@@ -165,6 +165,15 @@ def test_device_statistics_difference():
     assert slowfs.stats_diff(None, after) is None
 
 
+def test_the_device_floor_is_the_busiest_disks_busy_time():
+    runs = [dict(_run("cold", 4.0), device={"requests": 9, "disks": [
+        {"busy_s": 1.0}, {"busy_s": 2.0 + i}]}) for i in range(3)]
+    (row,) = runner.summarize(runs, ["cold"])
+    assert row["device_floor_s"] == 3.0
+    assert runner.device_floor({"disks": []}) is None
+    assert "| 3.00 | 1.33 |" in report.results_table([{"name": "w", "summary": [row]}])
+
+
 def test_model_prediction_of_one_read():
     model = {"latency_ms": 12, "bandwidth_mbps": 40, "bus_mbps": 20}
     assert validate.predicted_read_s(model, 4000) == pytest.approx(0.012 + 4000 / 20e6)
@@ -347,6 +356,29 @@ def test_tiny_grep_bench_end_to_end(specx, data_dir):
         assert grep["runs"][2]["report"]["stalls"]["count"] >= 0
     assert results["environment"]["slowfs_options"][:2] == ["--preset", "paper2003"]
     assert "| grep | cold | 1 |" in (out / "results.md").read_text()
+    assert not mounts_under(data_dir)
+
+
+@pytest.mark.root
+def test_a_second_run_replays_the_first_runs_history_which_is_then_forgotten(specx,
+                                                                              data_dir):
+    store = pathlib.Path("/var/cache/specx/history")  # root's, whatever its environment
+    had_store = store.exists()
+    try:
+        grep = tiny_bench(data_dir, "grep", "history-again", "--no-read-calls")
+    finally:
+        if not had_store and store.exists() and \
+                [p.name for p in store.iterdir()] in ([], ["lock"]):
+            shutil.rmtree(store)
+    (run,) = grep["runs"]
+    history = run["report"]["history"]
+    assert run["ok"] and history["replayed"] and not history["near"], history
+    assert history["entries"] >= WORKLOADS["grep"].scales["test"]["files"], history
+    if had_store:
+        listing = run_specx("history", "list", "--json", "-", check=True).stdout
+        assert str(data_dir) not in listing
+    else:
+        assert not store.exists()  # forgotten: the store was left empty
     assert not mounts_under(data_dir)
 
 

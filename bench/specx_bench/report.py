@@ -46,11 +46,15 @@ def results_table(workloads):
             runs = f"{r['runs']}" + (f" ({r['failed']} failed)" if r["failed"] else "")
             stalls = ("–" if r["stall_s"] is None
                       else f"{r['stalls']:,} / {r['stall_s']:.2f} s")
+            floor = r.get("device_floor_s")
             rows.append([w["name"], r["mode"], runs, _s(r["median_s"]), spread,
                          _ratio(r.get("vs_" + base)), stalls,
-                         "–" if r["device_requests"] is None else f"{r['device_requests']:,}"])
+                         "–" if r["device_requests"] is None else f"{r['device_requests']:,}",
+                         _s(floor), _ratio(r["median_s"] / floor if floor and r["median_s"]
+                                           else None)])
     return _table(["Workload", "Mode", "Runs", "Median elapsed (s)", "Min–max (s)", f"vs {base}",
-                   "I/O stalls (count / time)", "Device requests"], rows)
+                   "I/O stalls (count / time)", "Device requests", "Device floor (s)",
+                   "vs floor"], rows)
 
 
 def speculation_table(workloads):
@@ -275,7 +279,9 @@ def markdown(results):
                 "are reported by `specx run` (modes `nospec`, `specx`; cf. the paper's "
                 "Table 2; where its supervisor served a static or Go program, the reads it saw "
                 "the program blocked in, sampled from outside); device requests are those slowfs "
-                "served during the timed part.", ""]
+                "served during the timed part; the device floor is the busy time of its busiest "
+                "disk for them, the least the run could take however well its reads overlap, "
+                "and `vs floor` the median elapsed over it.", ""]
         spec = speculation_table(results["workloads"])
         if spec:
             out += ["## Speculation (cf. the paper's Table 2)", "", spec, "",

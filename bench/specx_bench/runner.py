@@ -233,6 +233,13 @@ def bench_workload(workload, cfg, log_dir, result):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def device_floor(device):
+    """The least time the device needed for a run's requests: its busiest disk's busy time
+    (slowfs statistics). A run cannot end sooner, however well its reads are overlapped."""
+    busy = [d.get("busy_s") for d in device.get("disks") or [] if d.get("busy_s") is not None]
+    return max(busy) if busy else None
+
+
 def summarize(runs, mode_names):
     """Per mode: runs, median/min/max elapsed, ratios of medians to `cold`, `warm` and
     `nospec`, median stall time and device requests (successful runs only)."""
@@ -244,6 +251,8 @@ def summarize(runs, mode_names):
         stall_counts = [r["stalls"] for r in ok if r.get("stalls") is not None]
         stalls = [r["stall_s"] for r in ok if r.get("stall_s") is not None]
         requests = [r["device"]["requests"] for r in ok if r.get("device")]
+        floors = [device_floor(r["device"]) for r in ok if r.get("device")]
+        floors = [f for f in floors if f is not None]
         rows.append({
             "mode": name, "runs": len(ok), "failed": failed,
             "median_s": statistics.median(times) if times else None,
@@ -251,6 +260,7 @@ def summarize(runs, mode_names):
             "stalls": int(statistics.median(stall_counts)) if stall_counts else None,
             "stall_s": statistics.median(stalls) if stalls else None,
             "device_requests": int(statistics.median(requests)) if requests else None,
+            "device_floor_s": statistics.median(floors) if floors else None,
         })
     for base in ("cold", "warm", "nospec"):
         median = next((r["median_s"] for r in rows if r["mode"] == base), None)

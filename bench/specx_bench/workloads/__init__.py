@@ -11,12 +11,14 @@ from .sphinx import Sphinx
 from .sqlite import Sqlite
 from .stencil import Stencil
 from .swap import Swap
+from .toolchains import GitLog, GoFmt, NpmLs
 from .tree_tools import GitGrep, PyLoader, Restic, Rg, RgOneThread, StaticReader
 from .xds import Xds
 
 WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
                                      Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
-                                     Sqlite3Scan(), PyImport(), CcHeaders(), Sphinx(),
+                                     Sqlite3Scan(), PyImport(), CcHeaders(), GoFmt(), NpmLs(),
+                                     GitLog(), Sphinx(),
                                      *(Sphinx(p) for p in (50, 75, 150, 200)), SwapContended(),
                                      MatvecContended())}
