@@ -174,6 +174,20 @@ def test_the_device_floor_is_the_busiest_disks_busy_time():
     assert "| 3.00 | 1.33 |" in report.results_table([{"name": "w", "summary": [row]}])
 
 
+def test_the_history_table_says_what_the_first_run_kept_and_the_replay_did():
+    def again(used):
+        history = {"entries": 40, "prefetched_bytes": 8 << 20, "cached_bytes": 0,
+                   "used_bytes": used, "unused_bytes": 0, "asked_bytes": 1 << 20,
+                   "stopped": False}
+        return dict(_run("history-again", 2.0), report={"total": {}, "history": history},
+                    first_run_history={"recorded_bytes": 10 << 20, "recorded_size": 20 << 10})
+    runs = [_run("cold", 5.0), again(6 << 20), again(7 << 20), again(8 << 20)]
+    table = report.history_table([_workload("w", runs)])
+    assert "| w | history-again | 40 | 10.0 | 20.0 KiB (0.20%) | 8.0 | 0.0 | 7.0 | 0.0 | 1.0 " \
+        "| – |" in table, table
+    assert report.history_table([_workload("w", runs[:1])]) is None
+
+
 def test_model_prediction_of_one_read():
     model = {"latency_ms": 12, "bandwidth_mbps": 40, "bus_mbps": 20}
     assert validate.predicted_read_s(model, 4000) == pytest.approx(0.012 + 4000 / 20e6)

@@ -95,6 +95,41 @@ def speculation_table(workloads):
                    "Minor faults"], rows)
 
 
+def _mib(n):
+    return "–" if n is None else f"{n / 1048576:.1f}"
+
+
+def history_table(workloads):
+    """For the modes that replay a first run's history (specx-again, history-again): what the
+    first run kept, against what it read, and what the replay did (medians over runs)."""
+    rows = []
+    for w in workloads:
+        for mode in dict.fromkeys(r["mode"] for r in w["runs"]):
+            runs = [r for r in w["runs"] if r["mode"] == mode and r["ok"] and
+                    r.get("first_run_history") and (r.get("report") or {}).get("history")]
+            if not runs:
+                continue
+
+            def median(key, of="report"):
+                values = [(r["report"]["history"] if of == "report" else
+                           r["first_run_history"]).get(key) for r in runs]
+                values = [v for v in values if v is not None]
+                return bars.statistics.median(values) if values else None
+            kept, read = median("recorded_size", "first"), median("recorded_bytes", "first")
+            rows.append([w["name"], mode, f"{int(median('entries') or 0):,}", _mib(read),
+                         f"{kept / 1024:.1f} KiB ({kept / read:.2%})" if kept and read else "–",
+                         _mib(median("prefetched_bytes")), _mib(median("cached_bytes")),
+                         _mib(median("used_bytes")), _mib(median("unused_bytes")),
+                         _mib(median("asked_bytes")),
+                         "stopped" if all(r["report"]["history"]["stopped"] for r in runs)
+                         else "–"])
+    if not rows:
+        return None
+    return _table(["Workload", "Mode", "History ranges", "First run read (MiB)",
+                   "History kept (of that)", "Brought in (MiB)", "In memory already",
+                   "Read by the program", "Unused", "Asked, not judged", "Control"], rows)
+
+
 def _fault_prefetches(total):
     """Prefetches a copy made at its page faults (§4.1.2), and the share the program touched."""
     issued = total("fault_prefetches")
@@ -292,6 +327,15 @@ def markdown(results):
                     "in memory (§4.1.2), touched when the program later had that page mapped; "
                     "major faults are the program's page faults that read the disk, minor "
                     "faults stand for the paper's copy-on-write faults (getrusage).", ""]
+        history = history_table(results["workloads"])
+        if history:
+            out += ["## History (a command's second run)", "", history, "",
+                    "Medians over runs. The first run, cold and untimed, recorded the history "
+                    "the timed run replays (docs/design/history.md): the bytes its ranges "
+                    "cover and the size of the history file; the replay brought ranges in "
+                    "ahead of the program, skipped those in memory already, and asked for "
+                    "those of files whose residency the kernel hides from the user without "
+                    "judging them.", ""]
         reforks = refork_table(results["workloads"])
         if reforks:
             out += ["## Refork and copy-on-write (cf. the paper's Tables 3 and 4)", "", reforks,

@@ -113,11 +113,13 @@ def forget_history(cmd):
 @contextlib.contextmanager
 def first_run_history(cmd, mode, params, log):
     """For a mode with a first run (modes.Mode.first_run): CMD run once, cold and untimed, so
-    that the timed run in the block has its history; the history is forgotten afterwards."""
+    that the timed run in the block has its history; the history is forgotten afterwards.
+    Yields the first run's report (what it recorded: its history's size), or None."""
     if mode.first_run is None:
-        yield
+        yield None
         return
-    first = dataclasses.replace(cmd, argv=mode.first_command(cmd.argv, os.devnull))
+    report = log[:-len(".log")] + ".first.report"
+    first = dataclasses.replace(cmd, argv=mode.first_command(cmd.argv, report))
     forget_history(cmd)
     try:
         with memory_limit(params, f"first-{os.getpid()}") as group:
@@ -126,7 +128,7 @@ def first_run_history(cmd, mode, params, log):
             raise SystemExit(f"specx bench: the first run of {mode.name} failed "
                              f"(exit status {status}, see {log})")
         drop_caches()
-        yield
+        yield modes.read_report(report)
     finally:
         forget_history(cmd)
 
@@ -148,7 +150,8 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     warm = mode.prepare == modes.TOUCH_DATA
     with workload.session(mountpoint, params, wrap if workload.server else list, scratch, log), \
             resident.pinned(workload.touch_paths(mountpoint, params) if warm else []), \
-            first_run_history(workload.command(mountpoint, params, scratch), mode, params, log):
+            first_run_history(workload.command(mountpoint, params, scratch), mode, params,
+                              log) as first_report:
         cmd = workload.command(mountpoint, params, scratch)
         if not workload.server:
             cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
@@ -171,6 +174,7 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
         "device": slowfs.stats_diff(before, after), "memory_cgroup": memory,
         "log": os.path.basename(log),
         "report": None, "stalls": None, "stall_s": None,
+        "first_run_history": (first_report or {}).get("history") if mode.first_run else None,
     }
     if os.path.exists(report):
         # Keep what the wrapper reported next to the run's log; JSON reports go in the record.
