@@ -118,7 +118,8 @@ def test_the_second_run_is_served_by_what_the_first_read(home):
 
 def test_a_static_program_has_a_history_seen_from_outside(home, unprivileged_build):
     """A statically linked program (no runtime inside it: the supervisor serves it): its
-    reads that wait are sampled from outside, kept, and brought in on its next run."""
+    reads that wait are sampled from outside and kept; by default only kept (its replay
+    cannot see what it serves), brought in where --history=replay asks."""
     top, specx = home
     treesum = unprivileged_build[0] / "bench" / "programs" / "treesum-static"
     if not treesum.exists():
@@ -131,18 +132,19 @@ def test_a_static_program_has_a_history_seen_from_outside(home, unprivileged_bui
     with slowfs_mount(backing, top / "mnt", "--preset", "paper2003") as mnt:
         paths = sorted(mnt.iterdir())
         reports, outputs = [], []
-        for _ in range(2):
+        for mode in ("auto", "replay", "auto"):
             evict(*paths)
-            proc = specx("run", "--json", "-", "--", treesum, mnt)
+            proc = specx("run", f"--history={mode}", "--json", "-", "--", treesum, mnt)
             assert proc.returncode == 0, proc.stderr
             out, _, json_text = proc.stdout.partition("{\n")
             outputs.append(out)
             reports.append(json.loads("{\n" + json_text))
-    first, second = (r["history"] for r in reports)
+    first, second, third = (r["history"] for r in reports)
     assert reports[0]["mechanism"] == "supervisor" and first["outside"]
     assert first["saved"] and first["recorded_entries"] > 0, first
     assert second["replayed"] and second["prefetched_bytes"] > 0, second
-    assert outputs[0] == outputs[1]
+    assert not third["replayed"] and third["saved"], third
+    assert outputs[0] == outputs[1] == outputs[2]
 
 
 def test_output_and_files_are_the_same_with_and_without_history(home):
