@@ -27,7 +27,7 @@ def test_mode_registry_has_the_paper_comparison(monkeypatch):
     monkeypatch.setenv("SPECX_EXE", "/x/specx")
     assert list(modes.MODES) == ["cold", "warm", "nospec", "specx", "specx-nomemctl",
                                  "specx-trace", "specx-warm", "specx-basic", "specx-fast",
-                                 "specx-again", "history-again"]
+                                 "specx-again", "history-again", "history-wrong"]
     again = modes.MODES["specx-again"]
     assert again.first_command(["prog"], "r.json") == [
         "/x/specx", "run", "--history=record", "--json", "r.json", "--", "prog"]

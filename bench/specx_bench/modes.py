@@ -25,6 +25,9 @@ class Mode:
     # `specx run` options of an untimed first run, cold, before each timed one: the run whose
     # history (docs/design/history.md) the timed run replays. None: no first run.
     first_run: Optional[tuple] = None
+    # ... of the workload's other command (the same program on other inputs) instead of its
+    # own: a history that is wrong for the timed run (Workload.other_command).
+    first_run_other: bool = False
 
     def missing(self):
         """None when the mode can run here, else a one-line reason."""
@@ -76,6 +79,10 @@ MODES = {m.name: m for m in [
     Mode("history-again", "cold, the second run under `specx run --no-spec`: what the first "
          "run's history does alone", DROP_CACHES, _specx_run("--no-spec", "--history=replay"),
          "libspecx.so", ("--history=record",)),
+    Mode("history-wrong", "cold, under `specx run --no-spec` after a first run of the same "
+         "program on other inputs: what a wrong history costs", DROP_CACHES,
+         _specx_run("--no-spec", "--history=replay"), "libspecx.so", ("--history=record",),
+         True),
 ]}
 
 # Modes run when --modes is not given: the comparison the paper makes (Fig. 2), less what is

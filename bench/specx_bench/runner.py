@@ -111,26 +111,29 @@ def forget_history(cmd):
 
 
 @contextlib.contextmanager
-def first_run_history(cmd, mode, params, log):
+def first_run_history(workload, mode, root, params, scratch, log):
     """For a mode with a first run (modes.Mode.first_run): CMD run once, cold and untimed, so
     that the timed run in the block has its history; the history is forgotten afterwards.
-    Yields the first run's report (what it recorded: its history's size), or None."""
+    Yields None without a first run, else {"ok": whether it succeeded, "exit_status",
+    "history": what its report says it recorded}."""
     if mode.first_run is None:
         yield None
         return
     report = log[:-len(".log")] + ".first.report"
-    first = dataclasses.replace(cmd, argv=mode.first_command(cmd.argv, report))
+    cmd = workload.command(root, params, scratch)
+    of = workload.other_command(root, params, scratch) if mode.first_run_other else cmd
+    first = dataclasses.replace(of, argv=mode.first_command(of.argv, report))
     forget_history(cmd)
+    forget_history(of)
     try:
         with memory_limit(params, f"first-{os.getpid()}") as group:
             status, _, _ = run_command(first, log, group)
-        if status not in cmd.ok_codes:
-            raise SystemExit(f"specx bench: the first run of {mode.name} failed "
-                             f"(exit status {status}, see {log})")
         drop_caches()
-        yield modes.read_report(report)
+        yield {"ok": status in of.ok_codes, "exit_status": status,
+               "history": (modes.read_report(report) or {}).get("history")}
     finally:
         forget_history(cmd)
+        forget_history(of)
 
 
 def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
@@ -145,13 +148,16 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     if mode.first_run is not None and workload.server:
         raise SystemExit(f"specx bench: mode {mode.name} runs a program twice; "
                          f"{workload.name} is a server workload")
+    if mode.first_run_other and workload.other_command(mountpoint, params, scratch) is None:
+        raise SystemExit(f"specx bench: mode {mode.name} needs a workload with other inputs "
+                         f"to run first; {workload.name} has none")
     if mode.prepare == modes.DROP_CACHES:
         drop_caches()
     warm = mode.prepare == modes.TOUCH_DATA
     with workload.session(mountpoint, params, wrap if workload.server else list, scratch, log), \
             resident.pinned(workload.touch_paths(mountpoint, params) if warm else []), \
-            first_run_history(workload.command(mountpoint, params, scratch), mode, params,
-                              log) as first_report:
+            first_run_history(workload, mode, mountpoint, params, scratch,
+                              log) as first:
         cmd = workload.command(mountpoint, params, scratch)
         if not workload.server:
             cmd = dataclasses.replace(cmd, argv=wrap(cmd.argv))
@@ -168,13 +174,15 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
         after = slowfs.stats(mountpoint)
     record = {
         "workload": workload.name, "mode": mode.name, "run": index + 1,
-        "elapsed_s": round(elapsed, 4), "exit_status": status, "ok": status in cmd.ok_codes,
+        "elapsed_s": round(elapsed, 4), "exit_status": status,
+        "ok": status in cmd.ok_codes and (first is None or first["ok"]),
         "user_s": round(usage.ru_utime, 4), "sys_s": round(usage.ru_stime, 4),
         "major_faults": usage.ru_majflt, "max_rss_kb": usage.ru_maxrss,
         "device": slowfs.stats_diff(before, after), "memory_cgroup": memory,
         "log": os.path.basename(log),
         "report": None, "stalls": None, "stall_s": None,
-        "first_run_history": (first_report or {}).get("history") if mode.first_run else None,
+        "first_run_history": first["history"] if first else None,
+        "first_run_exit_status": first["exit_status"] if first else None,
     }
     if os.path.exists(report):
         # Keep what the wrapper reported next to the run's log; JSON reports go in the record.
@@ -193,7 +201,10 @@ def progress_line(r):
                      f"{datasets.human_bytes(dev.get('bytes', 0))}")
     if r.get("stall_s") is not None:
         parts.append(f"{r['stalls']:,} I/O stalls, {r['stall_s']:.2f} s")
-    if not r["ok"]:
+    if r.get("first_run_exit_status") not in (None, r["exit_status"]) and not r["ok"]:
+        parts.append(f"FAILED (the first run's exit status {r['first_run_exit_status']}, "
+                     f"see {r['log']})")
+    elif not r["ok"]:
         parts.append(f"FAILED (exit status {r['exit_status']}, see {r['log']})")
     return " — ".join(parts)
 

@@ -57,6 +57,11 @@ class Workload:
         private directory for output (in memory when /dev/shm is there: runner.py)."""
         raise NotImplementedError
 
+    def other_command(self, root, params, scratch):
+        """The same program as command() on other inputs, whose history is wrong for it (the
+        bench's history-wrong mode), or None."""
+        return None
+
     @contextlib.contextmanager
     def session(self, root, params, wrap, scratch, log):
         """Context for one timed run: a server starts here (its argv passed through WRAP) and

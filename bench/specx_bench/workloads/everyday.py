@@ -115,6 +115,14 @@ class PyImport(Workload):
                 "print(matplotlib.__file__.startswith(sys.argv[1]))")
         return Command(["python3", "-c", code, os.path.join(root, "site")])
 
+    def other_command(self, root, params, scratch):
+        # python3 reading matplotlib's data files (fonts, images, sample data), which the
+        # imports do not read: the same program's start-up, then other files.
+        code = ("import os, sys\nfor d, _, fs in sorted(os.walk(sys.argv[1])):\n"
+                "    for f in sorted(fs):\n        open(os.path.join(d, f), 'rb').read()\n")
+        return Command(["python3", "-c", code,
+                        os.path.join(root, "site", "matplotlib", "mpl-data")])
+
     def tool_versions(self):
         return {"python3": first_line(["python3", "--version"])}
 

@@ -24,10 +24,11 @@ class GoFmt(Workload):
     """gofmt -l: parses and prints every Go file of a tree, one after another."""
     name = "gofmt"
     description = "gofmt -l over the Go compiler's sources (Go)"
-    version = 1
-    scales = {"full": {"tree": "cmd/compile"},
-              "demo": {"tree": "cmd/compile/internal/types2"},
-              "test": {"tree": "cmd/compile/internal/base"}}
+    version = 3
+    # "other": another subtree, for a first run whose history is wrong for this one.
+    scales = {"full": {"tree": "cmd/compile", "other": "cmd/link"},
+              "demo": {"tree": "cmd/compile/internal/types2", "other": "cmd/link/internal/ld"},
+              "test": {"tree": "cmd/compile/internal/base", "other": "cmd/link/internal/sym"}}
 
     def _goroot(self):
         return _output(["go", "env", "GOROOT"])
@@ -41,14 +42,20 @@ class GoFmt(Workload):
         return {"go": first_line(["go", "version"])}
 
     def generate(self, dest, params, progress):
-        shutil.copytree(os.path.join(self._goroot(), "src", params["tree"]),
-                        os.path.join(dest, "src"), symlinks=True)
+        # Without the test data: some of it is Go with deliberate syntax errors, on which
+        # gofmt exits 2.
+        for name, tree in (("src", params["tree"]), ("other", params["other"])):
+            shutil.copytree(os.path.join(self._goroot(), "src", tree), os.path.join(dest, name),
+                            symlinks=True, ignore=shutil.ignore_patterns("testdata"))
 
     def touch_paths(self, root, params):
         return [os.path.join(root, "src")]
 
     def command(self, root, params, scratch):
         return Command(["gofmt", "-l", os.path.join(root, "src")])
+
+    def other_command(self, root, params, scratch):
+        return Command(["gofmt", "-l", os.path.join(root, "other")])
 
     def tool_versions(self):
         return {"go": first_line(["go", "version"])}
