@@ -293,6 +293,12 @@ def validation_table(validation):
     return _table(["Check", "Measured", "Bar", "Result"], rows)
 
 
+def _section(title, table, note):
+    """A results section: its title, its table and what the table's figures are; nothing where
+    the results have no such table."""
+    return [f"## {title}", "", table, "", note, ""] if table else []
+
+
 def markdown(results):
     env = results["environment"]
     runs = (f"{env['runs']} run(s) per mode, {env.get('warm_runs', env['runs'])} of the "
@@ -317,53 +323,47 @@ def markdown(results):
                 "served during the timed part; the device floor is the busy time of its busiest "
                 "disk for them, the least the run could take however well its reads overlap, "
                 "and `vs floor` the median elapsed over it.", ""]
-        spec = speculation_table(results["workloads"])
-        if spec:
-            out += ["## Speculation (cf. the paper's Table 2)", "", spec, "",
-                    "Medians over runs. An I/O stall is a read of data not in memory or still "
-                    "arriving; complete before use is the share of used speculative prefetches "
-                    "whose data had arrived when the program read it; page-fault prefetches "
-                    "are those a copy made where it touched a file mapping's page that was not "
-                    "in memory (§4.1.2), touched when the program later had that page mapped; "
-                    "major faults are the program's page faults that read the disk, minor "
-                    "faults stand for the paper's copy-on-write faults (getrusage).", ""]
-        history = history_table(results["workloads"])
-        if history:
-            out += ["## History (a command's second run)", "", history, "",
-                    "Medians over runs. The first run, cold and untimed, recorded the history "
-                    "the timed run replays (docs/design/history.md): the bytes its ranges "
-                    "cover and the size of the history file; the replay brought ranges in "
-                    "ahead of the program, skipped those in memory already, and asked for "
-                    "those of files whose residency the kernel hides from the user without "
-                    "judging them.", ""]
-        reforks = refork_table(results["workloads"])
-        if reforks:
-            out += ["## Refork and copy-on-write (cf. the paper's Tables 3 and 4)", "", reforks,
-                    "", "Medians over runs. Refork time is the program's: killing the old copy "
-                    "and cloning the new one (with `fast`, large anonymous regions are left out "
-                    "of the clone and pulled by the copy on demand); a refork is completed when "
-                    "the new copy entered its sandbox before the program went on, and the "
-                    "program stops waiting for that once its own read is in (preemptible). "
-                    "Minor faults include the copy-on-write faults a plain fork adds to the "
-                    "program; `nospec` is the paper's \"No Specx\" column.", ""]
-        memory = memory_control_table(results["workloads"])
-        if memory:
-            out += ["## Memory control (cf. the paper's Table 5)", "", memory, "",
-                    "Medians over runs, for workloads run in a memory cgroup. M: the memory "
-                    "control of §6.1 (`specx-nomemctl` runs without it). Stopped: times its "
-                    "overhead estimate crossed the threshold (the paper's threshold crossings); "
-                    "added stalls are refaults while memory was full, at most one per page "
-                    "speculation brought in, removed stalls the pages of the program's reads "
-                    "its prefetches served (docs/design/memory-control.md). Copies' peak memory is the "
-                    "largest private memory of a copy (smaps_rollup).", ""]
-        signals = memory_signals_table(results["workloads"])
-        if signals:
-            out += ["## Memory signals (docs/design/memory-control.md)", "", signals, "",
-                    "Medians over runs. Program stalls: its major faults and reads that "
-                    "missed the page cache. Group refaults: evicted pages read again "
-                    "(`workingset_refault_*` of the run's memory cgroup); limit hits: "
-                    "`memory.failcnt` (v1) or `memory.events max` (v2); the machine's PSI "
-                    "and pgscan are deltas over the run, for every group on it.", ""]
+        w = results["workloads"]
+        out += _section("Speculation (cf. the paper's Table 2)", speculation_table(w),
+                        "Medians over runs. An I/O stall is a read of data not in memory or still "
+                        "arriving; complete before use is the share of used speculative "
+                        "prefetches whose data had arrived when the program read it; page-fault "
+                        "prefetches are those a copy made where it touched a file mapping's page "
+                        "that was not in memory (§4.1.2), touched when the program later had that "
+                        "page mapped; major faults are the program's page faults that read the "
+                        "disk, minor faults stand for the paper's copy-on-write faults "
+                        "(getrusage).")
+        out += _section("History (a command's second run)", history_table(w),
+                        "Medians over runs. The first run, cold and untimed, recorded the history "
+                        "the timed run replays (docs/design/history.md): the bytes its ranges "
+                        "cover and the size of the history file; the replay brought ranges in "
+                        "ahead of the program, skipped those in memory already, and asked for "
+                        "those of files whose residency the kernel hides from the user without "
+                        "judging them.")
+        out += _section("Refork and copy-on-write (cf. the paper's Tables 3 and 4)",
+                        refork_table(w),
+                        "Medians over runs. Refork time is the program's: killing the old copy "
+                        "and cloning the new one (with `fast`, large anonymous regions are left "
+                        "out of the clone and pulled by the copy on demand); a refork is "
+                        "completed when the new copy entered its sandbox before the program went "
+                        "on, and the program stops waiting for that once its own read is in "
+                        "(preemptible). Minor faults include the copy-on-write faults a plain "
+                        "fork adds to the program; `nospec` is the paper's \"No Specx\" column.")
+        out += _section("Memory control (cf. the paper's Table 5)", memory_control_table(w),
+                        "Medians over runs, for workloads run in a memory cgroup. M: the memory "
+                        "control of §6.1 (`specx-nomemctl` runs without it). Stopped: times its "
+                        "overhead estimate crossed the threshold (the paper's threshold "
+                        "crossings); added stalls are refaults while memory was full, at most one "
+                        "per page speculation brought in, removed stalls the pages of the "
+                        "program's reads its prefetches served (docs/design/memory-control.md). "
+                        "Copies' peak memory is the largest private memory of a copy "
+                        "(smaps_rollup).")
+        out += _section("Memory signals (docs/design/memory-control.md)", memory_signals_table(w),
+                        "Medians over runs. Program stalls: its major faults and reads that "
+                        "missed the page cache. Group refaults: evicted pages read again "
+                        "(`workingset_refault_*` of the run's memory cgroup); limit hits: "
+                        "`memory.failcnt` (v1) or `memory.events max` (v2); the machine's PSI and "
+                        "pgscan are deltas over the run, for every group on it.")
         checked = bars_table(results["workloads"])
         if checked:
             out += ["## Bars", "", checked, ""]
