@@ -47,6 +47,8 @@ Options:
                           the jobs' size, as specx bench share (default demo)
       --time-limit DUR    stop a run that has not ended after DUR (default 10
                           times the jobs' times alone, summed, at least 2m)
+      --memory MIB        memory of slurmd and its jobs (default two working sets
+                          of the scale, its slack and 48 MiB for the daemons)
       --swap slowfs|zram  the swap device (default slowfs)
   -p, --preset NAME       slowfs preset of the disk (default hdd)
       --out DIR           results directory (default ./bench-results/<UTC timestamp>)
@@ -64,9 +66,12 @@ def parse(argv):
     p.add_argument("--swap", choices=("slowfs", "zram"), default="slowfs")
     p.add_argument("-p", "--preset", default="hdd")
     p.add_argument("--time-limit", type=share_bench.duration)
+    p.add_argument("--memory", type=int, metavar="MIB")
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be at least 1")
+    if args.memory is not None and args.memory < DAEMONS_MIB // 2:
+        p.error(f"--memory must be at least {DAEMONS_MIB // 2} (MiB)")
     return args
 
 
@@ -254,7 +259,7 @@ def save(result, out_dir):
 
 def experiment(args, out_dir):
     scale = share_bench.SCALES[args.scale]
-    memory = (2 * scale["mib"] + scale["slack"] + DAEMONS_MIB) * MIB
+    memory = (args.memory or 2 * scale["mib"] + scale["slack"] + DAEMONS_MIB) * MIB
     backing = os.path.join(args.data_dir, "share-disk")
     disk = os.path.join(args.data_dir, ".mnt", "share-disk")
     os.makedirs(backing, exist_ok=True)
