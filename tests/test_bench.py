@@ -14,7 +14,7 @@ from conftest import BUILD, IS_ROOT, NOBODY, REPO, run_specx
 
 from specx_bench import (bars, cli, datasets, modes, readcalls, report, runner, share_bench,
                          slowfs, validate)
-from specx_bench.workloads import WORKLOADS
+from specx_bench.workloads import WORKLOADS, toolchains
 from specx_bench.workloads.base import Workload
 from specx_support import swapspace
 
@@ -270,6 +270,60 @@ def test_sqlite_lookup_finds_every_key_repeatably(tmp_path):
     first = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     assert first == subprocess.run(argv, capture_output=True, text=True, check=True).stdout
     assert first.startswith("lookups 200 found 200 checksum ")
+
+
+def test_builds_ask_pkg_config_for_what_their_meson_build_asks_for():
+    text = """fuse_dep = dependency('fuse3', version : '>=3.10')
+thread_dep = dependency('threads')
+nl_dep = dependency('libnl-route-3.0')
+again = dependency('fuse3', version : '>=3.10')"""
+    assert toolchains._pkg_config_names(text) == ["fuse3 >= 3.10", "libnl-route-3.0"]
+
+
+@pytest.mark.parametrize("name", ["build", "ci"])
+def test_a_build_is_one_process_that_remakes_the_same_directory_in_scratch(name):
+    w = WORKLOADS[name]
+    cmd = w.command("/data", w.scales["test"], "/scratch")
+    other = w.other_command("/data", w.scales["test"], "/scratch")
+    # One process for the bench to time; every run the same key (program, arguments, working
+    # directory), so that a second run finds the first run's history.
+    assert cmd.argv[:2] == ["sh", "-c"] and 'rm -rf "$' in cmd.argv[2]
+    assert cmd == w.command("/data", w.scales["test"], "/scratch")
+    assert cmd.cwd == "/scratch" and cmd.argv[4].startswith("/scratch/")
+    # The other command is the same program on other inputs, writing where the first writes.
+    assert other.argv[:5] == cmd.argv[:5] and other.argv != cmd.argv
+    assert cmd.argv[5].startswith("/data/")
+
+
+def test_the_builds_commits_are_fixed_and_distinct_per_scale():
+    for name in ("build", "ci"):
+        w = WORKLOADS[name]
+        for params in w.scales.values():
+            assert params["other"] < params["commit"]
+        commits = w.generator_inputs()["commit"]
+        if not all(c for scale in commits.values() for c in scale.values()):
+            pytest.skip("not run from the project's git repository")
+        assert commits["full"]["commit"] != commits["full"]["other"]
+
+
+@pytest.mark.parametrize("name", ["build", "ci"])
+def test_a_build_at_test_scale_runs_plainly_twice_and_on_other_inputs(name, tmp_path):
+    w = WORKLOADS[name]
+    if reason := w.unavailable(str(tmp_path)):
+        pytest.skip(reason)
+    params, data, scratch = w.scales["test"], tmp_path / "data", tmp_path / "scratch"
+    data.mkdir()
+    scratch.mkdir()
+    w.generate(str(data), params, lambda *a: None)
+    # Twice: the second run must find its directory removed, not half-configured by the first.
+    for cmd in (w.command(str(data), params, str(scratch)),
+                w.command(str(data), params, str(scratch)),
+                w.other_command(str(data), params, str(scratch))):
+        proc = subprocess.run(cmd.argv, cwd=cmd.cwd, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
+        assert proc.returncode in cmd.ok_codes, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert sorted(os.listdir(scratch)) == [name]
+    assert list(scratch.glob("*/specx")) or list(scratch.glob("*/build/specx"))
 
 
 # --- command line ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from .sphinx import Sphinx
 from .sqlite import Sqlite
 from .stencil import Stencil
 from .swap import Swap
-from .toolchains import GitLog, GoFmt, NpmLs
+from .toolchains import Build, Ci, GitLog, GoFmt, NpmLs
 from .tree_tools import GitGrep, PyLoader, Restic, Rg, RgOneThread, StaticReader
 from .xds import Xds
 
@@ -19,6 +19,6 @@ WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chas
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
                                      Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
                                      Sqlite3Scan(), PyImport(), CcHeaders(), GoFmt(), NpmLs(),
-                                     GitLog(), Sphinx(),
+                                     GitLog(), Build(), Ci(), Sphinx(),
                                      *(Sphinx(p) for p in (50, 75, 150, 200)), SwapContended(),
                                      MatvecContended())}
