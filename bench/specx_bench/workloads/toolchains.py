@@ -131,23 +131,20 @@ class GitLog(Workload):
     version = 1
     scales = {"full": {"commits": 700}, "demo": {"commits": 300}, "test": {"commits": 40}}
 
-    def _commit(self, commits):
-        return _first_parent_commit(commits)
-
     def unavailable(self, data_dir):
         if not shutil.which("git") or not _this_repository():
             return "needs git and the project's own repository (a git clone of specx)"
         return None
 
     def generator_inputs(self):
-        return {"commit": {s: self._commit(p["commits"]) for s, p in self.scales.items()}}
+        return {"commit": {s: _first_parent_commit(p["commits"]) for s, p in self.scales.items()}}
 
     def generate(self, dest, params, progress):
         repo = os.path.join(dest, "repo")
         subprocess.run(["git", "clone", "-q", "--no-local", "--no-checkout", _this_repository(),
                         repo], check=True)
         subprocess.run(["git", "-C", repo, "update-ref", "refs/heads/bench",
-                        self._commit(params["commits"])], check=True)
+                        _first_parent_commit(params["commits"])], check=True)
 
     def touch_paths(self, root, params):
         return [os.path.join(root, "repo")]
