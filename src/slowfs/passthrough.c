@@ -3,9 +3,8 @@
  * Only data reads go through the device model (and data writes given --model-writes, and the
  * metadata operations a remote device charges for: lookups, opens, listings, link targets):
  * slowfs emulates a slow device for programs that read, and everything else must stay
- * correct, durable and cheap. The daemon runs as
- * root, so anything created through the mount is handed to the caller (PostgreSQL runs as
- * `postgres` on it).
+ * correct, durable and cheap. The daemon runs as root, so anything created through the mount
+ * is handed to the caller (PostgreSQL runs as `postgres` on it).
  *
  * Callbacks return 0 or a negative errno, as libfuse expects. */
 #include "slowfs/passthrough.h"
