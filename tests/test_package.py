@@ -60,7 +60,7 @@ def test_the_completion_offers_each_command_and_exactly_the_long_options_of_its_
 def test_the_completion_offers_the_values_of_an_option_and_bench_workloads(specx):
     assert completions(specx, "run", "--backend", "=", "t") == ["trace"]
     assert completions(specx, "slowfs", "--preset", "") == \
-        ["paper2003", "hdd", "cloud-disk", "object-store"]
+        ["paper2003", "hdd", "cloud-disk", "nfs", "object-store"]
     assert "sqlite3-index" in completions(specx, "bench", "sqlite3")
 
 

@@ -193,7 +193,10 @@ def test_stats_shape_and_counters_grow(mounted):
     assert before["preset"] == "paper2003"
     assert before["model"] == {"disks": 4, "stripe_kb": 64, "latency_ms": 1, "jitter_pct": 0,
                                "bandwidth_mbps": 40, "bus_mbps": 40, "metadata_latency_ms": 0,
-                               "priority": True, "placement": "striped", "seed": 1}
+                               "priority": True, "placement": "striped", "seed": 1,
+                               "metadata_ms": {"lookup": 0, "open": 0, "readdir": 0,
+                                               "readlink": 0},
+                               "readdir_entries": 1000, "attr_timeout_s": 1}
     for cls in ("regular", "idle"):
         assert set(before["classes"][cls]) == {"requests", "bytes", "queue_wait_s", "service_s"}
     assert len(before["disks"]) == 4

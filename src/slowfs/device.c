@@ -117,20 +117,25 @@ static void take_latest(struct outcome *o, double finish, double service)
     }
 }
 
+/* What a request is: a data transfer, or else one request of a metadata operation
+ * (enum model_metadata_op). */
+#define DATA_REQUEST (-1)
+
 /* Access latency of the next piece; the caller holds the lock (the jitter generator). */
-static double piece_latency(struct device *dev, bool metadata)
+static double piece_latency(struct device *dev, int kind)
 {
-    return metadata ? model_params(dev->model)->metadata_latency_s : model_latency(dev->model);
+    return kind == DATA_REQUEST ? model_latency(dev->model)
+                                : model_params(dev->model)->metadata_s[kind];
 }
 
 static struct outcome serve_regular(struct device *dev, const struct model_piece *pieces,
-                                    unsigned n, bool metadata, double arrival)
+                                    unsigned n, int kind, double arrival)
 {
     struct outcome o = { 0 };
     pthread_mutex_lock(&dev->lock);
     for (unsigned i = 0; i < n; i++) {
         struct model_slot s = model_reserve_regular(dev->model, pieces[i].disk, pieces[i].bytes,
-                                                    piece_latency(dev, metadata), arrival);
+                                                    piece_latency(dev, kind), arrival);
         take_latest(&o, s.finish, s.service);
     }
     pthread_mutex_unlock(&dev->lock);
@@ -140,14 +145,14 @@ static struct outcome serve_regular(struct device *dev, const struct model_piece
 
 /* Occupies the piece's disk as soon as it is free of other work (prioritization). */
 static struct model_slot start_idle_piece(struct device *dev, const struct model_piece *piece,
-                                          bool metadata)
+                                          int kind)
 {
     struct model_slot slot;
     for (;;) {
         double retry_at;
         pthread_mutex_lock(&dev->lock);
         bool started = model_try_start_idle(dev->model, piece->disk, piece->bytes,
-                                            piece_latency(dev, metadata), device_now(), &slot,
+                                            piece_latency(dev, kind), device_now(), &slot,
                                             &retry_at);
         pthread_mutex_unlock(&dev->lock);
         if (started)
@@ -157,11 +162,11 @@ static struct model_slot start_idle_piece(struct device *dev, const struct model
 }
 
 static struct outcome serve_idle(struct device *dev, const struct model_piece *pieces,
-                                 unsigned n, bool metadata)
+                                 unsigned n, int kind)
 {
     struct model_slot slots[MODEL_MAX_DISKS];
     for (unsigned i = 0; i < n; i++)
-        slots[i] = start_idle_piece(dev, &pieces[i], metadata);
+        slots[i] = start_idle_piece(dev, &pieces[i], kind);
     /* Regular arrivals may push the pieces back (preemption): wait until all are done. */
     for (;;) {
         struct outcome o = { 0 };
@@ -177,11 +182,11 @@ static struct outcome serve_idle(struct device *dev, const struct model_piece *p
 
 /* Serves the pieces in the requester's class and returns when the last one is done. */
 static struct outcome serve(struct device *dev, const struct model_piece *pieces, unsigned n,
-                            bool metadata, enum model_class class, double arrival)
+                            int kind, enum model_class class, double arrival)
 {
     if (class == MODEL_IDLE)
-        return serve_idle(dev, pieces, n, metadata);
-    return serve_regular(dev, pieces, n, metadata, arrival);
+        return serve_idle(dev, pieces, n, kind);
+    return serve_regular(dev, pieces, n, kind, arrival);
 }
 
 /* Without --no-priority, the class as given; with it, everyone is regular. */
@@ -199,7 +204,7 @@ static struct outcome serve_range(struct device *dev, uint64_t first_disk, uint6
     const struct model_params *p = model_params(dev->model);
     struct model_piece pieces[MODEL_MAX_DISKS];
     unsigned n = model_split(p, (unsigned)(first_disk % p->disks), offset, len, pieces);
-    return serve(dev, pieces, n, false, class, arrival);
+    return serve(dev, pieces, n, DATA_REQUEST, class, arrival);
 }
 
 void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
@@ -214,19 +219,24 @@ void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint6
     pthread_mutex_unlock(&dev->lock);
 }
 
-void device_metadata(struct device *dev, uint64_t key, enum model_class class)
+void device_metadata(struct device *dev, uint64_t key, enum model_metadata_op op,
+                     enum model_class class)
 {
     const struct model_params *p = model_params(dev->model);
-    if (p->metadata_latency_s <= 0)
+    if (p->metadata_s[op] <= 0)
         return;
     double arrival = device_now();
     unsigned disk = p->placement == MODEL_ANY ? MODEL_ANY_DISK : (unsigned)(key % p->disks);
     struct model_piece piece = { .disk = disk, .bytes = 0 };
-    struct outcome o = serve(dev, &piece, 1, true, effective_class(dev, class), arrival);
+    struct outcome o = serve(dev, &piece, 1, (int)op, effective_class(dev, class), arrival);
     pthread_mutex_lock(&dev->lock);
-    dev->counters.metadata_requests++;
-    dev->counters.metadata_s += o.finish - arrival;
+    stats_count_metadata(&dev->counters, op, o.finish - arrival);
     pthread_mutex_unlock(&dev->lock);
+}
+
+const struct model_params *device_params(const struct device *dev)
+{
+    return model_params(dev->model);
 }
 
 void device_write(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,

@@ -23,9 +23,14 @@ double device_now(void);
 void device_read(struct device *dev, uint64_t first_disk, uint64_t offset, uint64_t len,
                  enum model_class class, double arrival);
 
-/* Serves a metadata operation (lookup, directory read) on the disk chosen by key; free unless
- * the device has a metadata latency. */
-void device_metadata(struct device *dev, uint64_t key, enum model_class class);
+/* Serves one request of metadata operation op on the disk chosen by key (any free lane on a
+ * device placed "any") and returns at its modelled finish; free, and not counted, when the
+ * device gives op no cost. */
+void device_metadata(struct device *dev, uint64_t key, enum model_metadata_op op,
+                     enum model_class class);
+
+/* The device's parameters in model units (fixed for its lifetime). */
+const struct model_params *device_params(const struct device *dev);
 
 /* Counts a data write (arguments as for device_read()). With --model-writes it also occupies
  * the disks exactly as a read of the same range would and returns at its modelled finish;

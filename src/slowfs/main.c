@@ -72,6 +72,7 @@ static int mount_and_serve(const struct slowfs_options *o)
         .backing = backing,
         .max_background = max_background_for(o->device.disks),
         .count_flushes = o->count_flushes,
+        .attr_timeout_s = o->device.attr_timeout_s,
     };
     st.backing_fd = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (st.backing_fd < 0)
@@ -79,6 +80,9 @@ static int mount_and_serve(const struct slowfs_options *o)
     st.device = device_new(&o->device, o->preset);
     if (!st.device)
         specx_die(1, "out of memory");
+    /* Not under --volatile-cache: after a power cut the kernel must not answer from what
+     * it kept. */
+    st.cache_metadata = model_metadata_modelled(device_params(st.device)) && !o->volatile_cache;
     umask(0); /* the kernel already applied the caller's umask to every mode we get */
     /* Modelled times are met by absolute sleeps: without slack they end on time (threads
      * created later inherit this). */

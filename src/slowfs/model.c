@@ -295,3 +295,27 @@ double model_idle_finish(const struct model *m, const struct model_slot *slot)
     /* Another ticket means a later idle piece started, which needs this one to be done. */
     return d->idle_ticket == slot->ticket ? d->idle_finish : slot->finish;
 }
+
+static const char *const metadata_names[MODEL_METADATA_OPS] = {
+    [MODEL_LOOKUP] = "lookup", [MODEL_OPEN] = "open", [MODEL_READDIR] = "readdir",
+    [MODEL_READLINK] = "readlink",
+};
+
+const char *model_metadata_name(enum model_metadata_op op) { return metadata_names[op]; }
+
+bool model_metadata_modelled(const struct model_params *p)
+{
+    for (int op = 0; op < MODEL_METADATA_OPS; op++)
+        if (p->metadata_s[op] > 0)
+            return true;
+    return false;
+}
+
+/* Pages that begin before entry `end`: ceil(end / page). */
+static uint64_t pages_begun(uint64_t end, uint64_t page) { return end / page + (end % page != 0); }
+
+uint64_t model_readdir_requests(const struct model_params *p, uint64_t from, uint64_t count)
+{
+    uint64_t page = p->readdir_page ? p->readdir_page : 1;
+    return pages_begun(from + count, page) - pages_begun(from, page);
+}

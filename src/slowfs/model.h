@@ -26,6 +26,16 @@
  * request slots). */
 enum model_placement { MODEL_STRIPED = 0, MODEL_ANY = 1 };
 
+/* The metadata operations the device charges for, as a network file system or an object store
+ * sends them. LOOKUP: a name resolved or its attributes fetched again (NFS LOOKUP or GETATTR,
+ * an object store's HEAD). OPEN: an open of a file (NFS close-to-open consistency revalidates
+ * the file's attributes with a GETATTR at every open). READDIR: one request per page of
+ * entries of a listing (NFS READDIRPLUS, an object store's LIST). READLINK: a symbolic link's
+ * target. */
+enum model_metadata_op {
+    MODEL_LOOKUP = 0, MODEL_OPEN, MODEL_READDIR, MODEL_READLINK, MODEL_METADATA_OPS
+};
+
 /* The disk of a piece placed by MODEL_ANY: chosen when it is served. */
 #define MODEL_ANY_DISK UINT_MAX
 
@@ -38,7 +48,8 @@ struct model_params {
     double jitter_frac;        /* latency varies uniformly within ±jitter_frac × latency */
     double disk_bps;           /* media transfer rate of one disk */
     double bus_bps;            /* shared bus; 0 = unlimited */
-    double metadata_latency_s; /* cost of a metadata operation; 0 = free */
+    double metadata_s[MODEL_METADATA_OPS]; /* cost of one request of each; 0 = free */
+    uint64_t readdir_page;     /* entries a listing gets per READDIR request (>= 1) */
     bool priority;             /* false: idle requests are treated as regular ones */
     uint64_t seed;             /* seeds the jitter generator, so runs can be repeated */
 };
@@ -105,5 +116,18 @@ double model_idle_finish(const struct model *m, const struct model_slot *slot);
 
 /* Access latency for the next data piece: the configured latency with jitter applied. */
 double model_latency(struct model *m);
+
+/* The name of a metadata operation, as the statistics show it ("lookup", ...). */
+const char *model_metadata_name(enum model_metadata_op op);
+
+/* Whether any metadata operation costs time on this device. */
+bool model_metadata_modelled(const struct model_params *params);
+
+/* READDIR requests a listing makes when it hands out its entries [from, from + count)
+ * (counted from the directory's start): one for each page of params->readdir_page entries
+ * that begins in that range, so a listing of n entries costs ceil(n / page) requests however
+ * the kernel splits its calls. */
+uint64_t model_readdir_requests(const struct model_params *params, uint64_t from,
+                                uint64_t count);
 
 #endif

@@ -12,6 +12,9 @@ enum {
     OPT_DISKS = 256, OPT_PLACEMENT, OPT_STRIPE, OPT_LATENCY, OPT_JITTER, OPT_BANDWIDTH, OPT_BUS, OPT_METADATA,
     OPT_NO_PRIORITY, OPT_MODEL_WRITES, OPT_SEED, OPT_STATS, OPT_JSON, OPT_UNMOUNT,
     OPT_COUNT_FLUSHES, OPT_VOLATILE_CACHE, OPT_POWER_CUT_AFTER, OPT_POWER_CUT,
+    OPT_READDIR_ENTRIES, OPT_ATTR_TIMEOUT,
+    /* One per metadata operation, in the order of enum model_metadata_op. */
+    OPT_METADATA_OP, OPT_METADATA_OP_END = OPT_METADATA_OP + MODEL_METADATA_OPS - 1,
 };
 
 static const struct option long_options[] = {
@@ -24,6 +27,12 @@ static const struct option long_options[] = {
     { "bandwidth-mbps", required_argument, NULL, OPT_BANDWIDTH },
     { "bus-mbps", required_argument, NULL, OPT_BUS },
     { "metadata-latency-ms", required_argument, NULL, OPT_METADATA },
+    { "lookup-ms", required_argument, NULL, OPT_METADATA_OP + MODEL_LOOKUP },
+    { "open-ms", required_argument, NULL, OPT_METADATA_OP + MODEL_OPEN },
+    { "readdir-ms", required_argument, NULL, OPT_METADATA_OP + MODEL_READDIR },
+    { "readlink-ms", required_argument, NULL, OPT_METADATA_OP + MODEL_READLINK },
+    { "readdir-entries", required_argument, NULL, OPT_READDIR_ENTRIES },
+    { "attr-timeout-s", required_argument, NULL, OPT_ATTR_TIMEOUT },
     { "no-priority", no_argument, NULL, OPT_NO_PRIORITY },
     { "model-writes", no_argument, NULL, OPT_MODEL_WRITES },
     { "seed", required_argument, NULL, OPT_SEED },
@@ -64,7 +73,15 @@ void options_usage(FILE *out)
         "      --jitter-pct PCT         latency varies uniformly by +-PCT %%\n"
         "      --bandwidth-mbps MBPS    transfer rate of one disk (MB = 10^6 bytes)\n"
         "      --bus-mbps MBPS          shared bus limit, 0 = none\n"
-        "      --metadata-latency-ms MS cost of lookups and directory reads (default 0)\n"
+        "      --lookup-ms MS           a name looked up or its attributes fetched again\n"
+        "      --open-ms MS             an open of a file (close-to-open revalidation)\n"
+        "      --readdir-ms MS          one request of a directory listing\n"
+        "      --readdir-entries N      entries a listing gets per request (default 1000)\n"
+        "      --readlink-ms MS         a symbolic link's target\n"
+        "      --metadata-latency-ms MS all four metadata costs at once (the ones above\n"
+        "                               override it); 0 in the local presets\n"
+        "      --attr-timeout-s S       how long the kernel trusts names and attributes\n"
+        "                               before asking again (1 local, 60 remote presets)\n"
         "      --no-priority            serve IDLE-class requests like any other\n"
         "      --model-writes           writes take disk time as reads of their range do\n"
         "                               (default: they cost nothing, only counted)\n"
@@ -91,15 +108,31 @@ void options_usage(FILE *out)
 /* The explicit device options, applied over the preset once parsing is done. */
 struct overrides {
     bool disks, placement, stripe, latency, jitter, bandwidth, bus, metadata, no_priority,
-        model_writes, seed;
+        model_writes, seed, readdir_entries, attr_timeout;
+    bool metadata_op[MODEL_METADATA_OPS];
+    double metadata_all_ms; /* --metadata-latency-ms */
     struct slowfs_config v;
 };
+
+/* --lookup-ms and the others: one metadata operation's cost. */
+static int parse_metadata_op(enum model_metadata_op op, const char *arg, struct overrides *o,
+                             char *err, size_t errsize)
+{
+    if (!specx_parse_double(arg, 0, 10000, &o->v.metadata_ms[op]))
+        return specx_format_error(err, errsize, "invalid --%s-ms '%s' (0 to 10000)",
+                                  model_metadata_name(op), arg);
+    o->metadata_op[op] = true;
+    return 0;
+}
 
 
 static int parse_device_option(int opt, const char *arg, struct overrides *o, char *err,
                                size_t errsize)
 {
     uint64_t u;
+    if (opt >= OPT_METADATA_OP && opt <= OPT_METADATA_OP_END)
+        return parse_metadata_op((enum model_metadata_op)(opt - OPT_METADATA_OP), arg, o, err,
+                                 errsize);
     switch (opt) {
     case OPT_DISKS:
         if (!specx_parse_u64(arg, 1, MODEL_MAX_DISKS, &u))
@@ -146,9 +179,22 @@ static int parse_device_option(int opt, const char *arg, struct overrides *o, ch
         o->bus = true;
         return 0;
     case OPT_METADATA:
-        if (!specx_parse_double(arg, 0, 10000, &o->v.metadata_latency_ms))
+        if (!specx_parse_double(arg, 0, 10000, &o->metadata_all_ms))
             return specx_format_error(err, errsize, "invalid --metadata-latency-ms '%s' (0 to 10000)", arg);
         o->metadata = true;
+        return 0;
+    case OPT_READDIR_ENTRIES:
+        if (!specx_parse_u64(arg, 1, 1000000, &o->v.readdir_entries))
+            return specx_format_error(err, errsize,
+                                      "invalid --readdir-entries '%s' (an integer from 1 to 1000000)",
+                                      arg);
+        o->readdir_entries = true;
+        return 0;
+    case OPT_ATTR_TIMEOUT:
+        if (!specx_parse_double(arg, 0, 86400, &o->v.attr_timeout_s))
+            return specx_format_error(err, errsize, "invalid --attr-timeout-s '%s' (0 to 86400)",
+                                      arg);
+        o->attr_timeout = true;
         return 0;
     case OPT_NO_PRIORITY:
         o->no_priority = true;
@@ -174,7 +220,12 @@ static void apply_overrides(struct slowfs_config *c, const struct overrides *o)
     if (o->jitter) c->jitter_pct = o->v.jitter_pct;
     if (o->bandwidth) c->bandwidth_mbps = o->v.bandwidth_mbps;
     if (o->bus) c->bus_mbps = o->v.bus_mbps;
-    if (o->metadata) c->metadata_latency_ms = o->v.metadata_latency_ms;
+    for (int op = 0; op < MODEL_METADATA_OPS; op++) {
+        if (o->metadata) c->metadata_ms[op] = o->metadata_all_ms;
+        if (o->metadata_op[op]) c->metadata_ms[op] = o->v.metadata_ms[op];
+    }
+    if (o->readdir_entries) c->readdir_entries = o->v.readdir_entries;
+    if (o->attr_timeout) c->attr_timeout_s = o->v.attr_timeout_s;
     if (o->no_priority) c->priority = false;
     if (o->model_writes) c->model_writes = true;
     if (o->seed) c->seed = o->v.seed;

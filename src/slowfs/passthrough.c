@@ -1,10 +1,10 @@
 /* FUSE operations of slowfs: a path-based passthrough of the backing directory.
  *
- * Only data reads go through the device model (and data writes given --model-writes, lookups
- * and directory reads given a metadata latency): slowfs emulates a slow device for programs
- * that read, and everything else must stay correct, durable and cheap. The daemon runs as
- * root, so anything created through the mount is handed to the caller (PostgreSQL runs as
- * `postgres` on it).
+ * Only data reads go through the device model (and data writes given --model-writes, and the
+ * metadata operations a remote device charges for: lookups, opens, listings, link targets):
+ * slowfs emulates a slow device for programs that read, and everything else must stay
+ * correct, durable and cheap. The daemon runs as root, so anything created through the mount
+ * is handed to the caller (PostgreSQL runs as `postgres` on it).
  *
  * Callbacks return 0 or a negative errno, as libfuse expects. */
 #include "slowfs/passthrough.h"
@@ -38,6 +38,9 @@ struct open_dir {
     DIR *dir;
     struct dirent *pending; /* read but not yet accepted by the kernel's buffer */
     off_t offset;           /* position after the entries handed out so far */
+    uint64_t key;           /* spreads its listing requests over the disks (path_key) */
+    uint64_t served;        /* entries handed out since the listing began */
+    uint64_t paid;          /* entries whose READDIR requests the listing has paid for */
 };
 
 static struct slowfs_state *state(void) { return fuse_get_context()->private_data; }
@@ -68,9 +71,15 @@ static uint64_t path_key(const char *path)
     return h;
 }
 
-static void metadata_cost(const char *path)
+/* Charges one request of metadata operation op, as the device prices it. */
+static void metadata_cost_key(uint64_t key, enum model_metadata_op op)
 {
-    device_metadata(state()->device, path_key(path), requester_class());
+    device_metadata(state()->device, key, op, requester_class());
+}
+
+static void metadata_cost(const char *path, enum model_metadata_op op)
+{
+    metadata_cost_key(path_key(path), op);
 }
 
 /* Hands a freshly created entry to the calling user. Its group stays as the backing file
@@ -115,20 +124,35 @@ static void *sf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * reads are served at once (docs/design/slowfs.md). */
     conn->max_background = s->max_background;
     conn->congestion_threshold = s->max_background;
+    /* How long the kernel trusts names and attributes: metadata it asks for again costs
+     * again, as on the device (docs/design/slowfs.md). No negative entries: a name made in
+     * the backing directory is found at once. */
+    cfg->entry_timeout = s->attr_timeout_s;
+    cfg->attr_timeout = s->attr_timeout_s;
+    cfg->negative_timeout = 0;
+    /* Where metadata costs, the kernel keeps symbolic links' targets, as a client of the
+     * device does, until the link's attributes say it changed. */
+    if (s->cache_metadata && (conn->capable & FUSE_CAP_CACHE_SYMLINKS))
+        conn->want |= FUSE_CAP_CACHE_SYMLINKS;
     return s;
 }
 
+/* A lookup and a fetch of a path's attributes reach here alike (libfuse's high-level API
+ * answers both with getattr), and each is one request on the device, as LOOKUP and GETATTR
+ * are on NFS; so is a fetch of an open file's attributes once the kernel's have expired. */
 static int sf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-    if (fi)
+    if (fi) {
+        metadata_cost_key(file_of(fi)->first_disk, MODEL_LOOKUP);
         return neg_errno(fstat(file_of(fi)->fd, st));
-    metadata_cost(path);
+    }
+    metadata_cost(path, MODEL_LOOKUP);
     return neg_errno(fstatat(state()->backing_fd, rel(path), st, AT_SYMLINK_NOFOLLOW));
 }
 
 static int sf_readlink(const char *path, char *buf, size_t size)
 {
-    metadata_cost(path);
+    metadata_cost(path, MODEL_READLINK);
     ssize_t n = readlinkat(state()->backing_fd, rel(path), buf, size - 1);
     if (n < 0)
         return -errno;
@@ -244,6 +268,7 @@ static int backing_flags(int flags)
 
 static int sf_open(const char *path, struct fuse_file_info *fi)
 {
+    metadata_cost(path, MODEL_OPEN);
     int fd = openat(state()->backing_fd, rel(path), backing_flags(fi->flags));
     if (fd < 0)
         return -errno;
@@ -401,9 +426,11 @@ static int sf_removexattr(const char *path, const char *name)
     return ret ? ret : neg_errno(lremovexattr(full, name));
 }
 
+/* Opening a directory costs nothing by itself; its listing pays per page (sf_readdir), each
+ * time: libfuse's high-level API does not pass cache_readdir on to the kernel, so every
+ * listing reaches slowfs (docs/design/slowfs.md). */
 static int sf_opendir(const char *path, struct fuse_file_info *fi)
 {
-    metadata_cost(path);
     int fd = openat(state()->backing_fd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -414,8 +441,21 @@ static int sf_opendir(const char *path, struct fuse_file_info *fi)
         close(fd);
         return -err;
     }
+    od->key = path_key(path);
     fi->fh = (uintptr_t)od;
     return 0;
+}
+
+/* Pays the READDIR requests of the page the next entry begins, once: an entry the kernel's
+ * buffer refused is handed out again in the next call without being paid twice. */
+static void pay_for_next_entry(struct open_dir *od)
+{
+    if (od->served < od->paid)
+        return;
+    uint64_t requests = model_readdir_requests(device_params(state()->device), od->served, 1);
+    od->paid = od->served + 1;
+    while (requests--)
+        metadata_cost_key(od->key, MODEL_READDIR);
 }
 
 /* Fills in what the kernel caches for an entry: with READDIRPLUS the whole stat, so a tree
@@ -440,6 +480,8 @@ static int sf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
         seekdir(od->dir, offset);
         od->pending = NULL;
         od->offset = offset;
+        if (offset == 0)
+            od->served = od->paid = 0; /* listed again from the start: paid again */
     }
     for (;;) {
         if (!od->pending) {
@@ -448,6 +490,7 @@ static int sf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
             if (!od->pending)
                 return -errno;
         }
+        pay_for_next_entry(od);
         struct stat st;
         enum fuse_fill_dir_flags fill_flags = describe(od, od->pending, flags, &st);
         off_t next = od->pending->d_off;
@@ -455,6 +498,7 @@ static int sf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
             return 0; /* the kernel's buffer is full: hand this entry out next time */
         od->pending = NULL;
         od->offset = next;
+        od->served++;
     }
 }
 

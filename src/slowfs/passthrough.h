@@ -21,6 +21,8 @@ struct slowfs_state {
     struct device *device;
     unsigned max_background; /* asynchronous requests the kernel may have in flight */
     bool count_flushes;      /* --count-flushes */
+    double attr_timeout_s;   /* the kernel's entry and attribute timeout */
+    bool cache_metadata;     /* metadata costs: the kernel keeps symbolic links' targets */
 };
 
 /* The operations; fuse_new() takes the state as private data. With COUNT_FLUSHES, FLUSH is

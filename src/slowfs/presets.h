@@ -17,7 +17,11 @@ struct slowfs_config {
     double jitter_pct;
     double bandwidth_mbps;      /* per disk */
     double bus_mbps;            /* shared by all disks; 0 = unlimited */
-    double metadata_latency_ms; /* 0 = metadata operations are free */
+    double metadata_ms[MODEL_METADATA_OPS]; /* one request of each metadata operation
+                                               (enum model_metadata_op); 0 = free */
+    uint64_t readdir_entries;   /* entries a listing gets per READDIR request */
+    double attr_timeout_s;      /* how long the kernel trusts names and attributes it was
+                                   given before it asks again */
     bool priority;              /* serve IDLE-class requests only when a disk is free */
     bool model_writes;          /* writes occupy the disks as reads do; off in every preset,
                                    so programs measured for their reads are not also slowed

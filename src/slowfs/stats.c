@@ -17,6 +17,13 @@ void stats_count_read(struct slowfs_stats *s, enum model_class class, uint64_t b
     c->queue_wait_s += response_s > service_s ? response_s - service_s : 0.0;
 }
 
+void stats_count_metadata(struct slowfs_stats *s, enum model_metadata_op op, double response_s)
+{
+    s->metadata_requests++;
+    s->metadata_ops[op]++;
+    s->metadata_s += response_s;
+}
+
 void stats_count_write(struct slowfs_stats *s, uint64_t bytes, double response_s,
                        double service_s)
 {
@@ -46,17 +53,41 @@ static char *finish(FILE *f, char **buf)
     return *buf;
 }
 
+/* The cost of each metadata operation, as {"lookup": ms, ...}. */
+static void json_metadata_costs(FILE *f, const struct slowfs_config *c)
+{
+    fputs("\"metadata_ms\": {", f);
+    for (int op = 0; op < MODEL_METADATA_OPS; op++)
+        fprintf(f, "%s\"%s\": %g", op ? ", " : "", model_metadata_name(op), c->metadata_ms[op]);
+    fputc('}', f);
+}
+
+/* "metadata_latency_ms" stays for readers that know only it: the lookup's cost. */
 static void json_model(FILE *f, const struct slowfs_config *c)
 {
     fprintf(f,
             "\"model\": {\"disks\": %u, \"stripe_kb\": %llu, \"latency_ms\": %g, "
             "\"jitter_pct\": %g, \"bandwidth_mbps\": %g, \"bus_mbps\": %g, "
             "\"metadata_latency_ms\": %g, \"priority\": %s, \"placement\": \"%s\", "
-            "\"seed\": %llu}",
+            "\"seed\": %llu, ",
             c->disks, (unsigned long long)c->stripe_kb, c->latency_ms, c->jitter_pct,
-            c->bandwidth_mbps, c->bus_mbps, c->metadata_latency_ms,
+            c->bandwidth_mbps, c->bus_mbps, c->metadata_ms[MODEL_LOOKUP],
             c->priority ? "true" : "false", placement_name(c->placement),
             (unsigned long long)c->seed);
+    json_metadata_costs(f, c);
+    fprintf(f, ", \"readdir_entries\": %llu, \"attr_timeout_s\": %g}",
+            (unsigned long long)c->readdir_entries, c->attr_timeout_s);
+}
+
+/* Metadata requests in all and per operation, and their response time. */
+static void json_metadata(FILE *f, const struct slowfs_stats *s)
+{
+    fprintf(f, "\"metadata\": {\"requests\": %llu, \"response_s\": %.6f",
+            (unsigned long long)s->metadata_requests, s->metadata_s);
+    for (int op = 0; op < MODEL_METADATA_OPS; op++)
+        fprintf(f, ", \"%s\": %llu", model_metadata_name(op),
+                (unsigned long long)s->metadata_ops[op]);
+    fputc('}', f);
 }
 
 static void json_classes(FILE *f, const struct slowfs_stats *s)
@@ -115,8 +146,9 @@ char *stats_json(const struct stats_snapshot *snap)
     json_classes(f, s);
     fputs(", ", f);
     json_disks(f, snap);
-    fprintf(f, ", \"metadata\": {\"requests\": %llu, \"response_s\": %.6f}, ",
-            (unsigned long long)s->metadata_requests, s->metadata_s);
+    fputs(", ", f);
+    json_metadata(f, s);
+    fputs(", ", f);
     json_writes(f, snap);
     fputs("}\n", f);
     return finish(f, &buf);
@@ -128,8 +160,11 @@ static double per_request_ms(double total_s, uint64_t n) { return n ? total_s * 
 static void table_writes(FILE *f, const struct stats_snapshot *snap)
 {
     const struct slowfs_stats *s = &snap->counters;
-    fprintf(f, "\nmetadata %llu requests; writes %llu requests, %llu bytes",
-            (unsigned long long)s->metadata_requests, (unsigned long long)s->write_requests,
+    fprintf(f, "\nmetadata %llu requests (", (unsigned long long)s->metadata_requests);
+    for (int op = 0; op < MODEL_METADATA_OPS; op++)
+        fprintf(f, "%s%s %llu", op ? ", " : "", model_metadata_name(op),
+                (unsigned long long)s->metadata_ops[op]);
+    fprintf(f, "); writes %llu requests, %llu bytes", (unsigned long long)s->write_requests,
             (unsigned long long)s->write_bytes);
     if (!snap->config.model_writes) {
         fputs(" (not modelled)\n", f);

@@ -21,7 +21,8 @@ struct class_stats {
 
 struct slowfs_stats {
     struct class_stats classes[2]; /* indexed by enum model_class */
-    uint64_t metadata_requests;    /* metadata operations given --metadata-latency-ms */
+    uint64_t metadata_requests;    /* metadata requests that cost time (model.h) */
+    uint64_t metadata_ops[MODEL_METADATA_OPS]; /* the same, per operation */
     double metadata_s;             /* their response time */
     uint64_t write_requests;       /* every write, modelled or not */
     uint64_t write_bytes;
@@ -46,6 +47,9 @@ struct stats_snapshot {
 /* Adds one finished data read to the counters. */
 void stats_count_read(struct slowfs_stats *s, enum model_class class, uint64_t bytes,
                       double response_s, double service_s);
+
+/* Adds one finished metadata request of operation op. */
+void stats_count_metadata(struct slowfs_stats *s, enum model_metadata_op op, double response_s);
 
 /* Adds one finished write; an unmodelled one has no response or service time (0). */
 void stats_count_write(struct slowfs_stats *s, uint64_t bytes, double response_s,

@@ -3,8 +3,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "slowfs/model.h"
+#include "slowfs/presets.h"
 
 #include "check.h"
 
@@ -226,6 +228,56 @@ static void test_metadata_costs_latency_only(void)
     model_free(m);
 }
 
+/* A listing pays one READDIR request per page of entries, however the kernel splits its
+ * calls: 2,500 entries at 1,000 a page are three requests, in one call or in many. */
+static void test_readdir_requests_per_page(void)
+{
+    struct model_params p = paper();
+    p.readdir_page = 1000;
+    CHECK(model_readdir_requests(&p, 0, 0) == 0);
+    CHECK(model_readdir_requests(&p, 0, 1) == 1);
+    CHECK(model_readdir_requests(&p, 0, 1000) == 1);
+    CHECK(model_readdir_requests(&p, 0, 1001) == 2);
+    CHECK(model_readdir_requests(&p, 0, 2500) == 3);
+    uint64_t in_calls = 0;
+    for (uint64_t from = 0; from < 2500; from += 24) /* a FUSE buffer holds ~24 entries */
+        in_calls += model_readdir_requests(&p, from, from + 24 > 2500 ? 2500 - from : 24);
+    CHECK(in_calls == 3);
+    CHECK(model_readdir_requests(&p, 999, 1) == 0 && model_readdir_requests(&p, 1000, 1) == 1);
+    p.readdir_page = 0; /* never configured: every entry is its own page */
+    CHECK(model_readdir_requests(&p, 5, 3) == 3);
+}
+
+/* What the nfs preset charges for metadata, in its own parameters: each request is one round
+ * trip on a free lane, so three lookups of a path's components in a row take three round
+ * trips, and nine at once on eight lanes take two. */
+static void test_nfs_preset_metadata(void)
+{
+    struct model_params p = config_model_params(&preset_find("nfs")->config);
+    CHECK(model_metadata_modelled(&p) && p.placement == MODEL_ANY && p.disks == 8);
+    CHECK(strcmp(model_metadata_name(MODEL_LOOKUP), "lookup") == 0 &&
+          strcmp(model_metadata_name(MODEL_READDIR), "readdir") == 0);
+    double rtt = p.metadata_s[MODEL_LOOKUP];
+    CHECK_NEAR(rtt, 0.0002);
+    struct model *m = model_new(&p);
+    double t = 10.0;
+    for (int component = 0; component < 3; component++)
+        t = model_reserve_regular(m, MODEL_ANY_DISK, 0, rtt, t).finish;
+    CHECK_NEAR(t, 10.0 + 3 * rtt);
+    double last = 0;
+    for (int i = 0; i < 9; i++)
+        last = model_reserve_regular(m, MODEL_ANY_DISK, 0, rtt, 20.0).finish;
+    CHECK_NEAR(last, 20.0 + 2 * rtt);
+    model_free(m);
+    /* The object store: a lookup is a HEAD, a first-byte latency; an open is free. */
+    struct model_params s3 = config_model_params(&preset_find("object-store")->config);
+    CHECK_NEAR(s3.metadata_s[MODEL_LOOKUP], s3.latency_s);
+    CHECK(s3.metadata_s[MODEL_OPEN] == 0 && s3.readdir_page == 1000);
+    /* The local devices charge nothing. */
+    struct model_params disk = config_model_params(&preset_find("paper2003")->config);
+    CHECK(!model_metadata_modelled(&disk));
+}
+
 static void test_jitter_bounds_and_seed(void)
 {
     struct model_params p = paper();
@@ -267,6 +319,8 @@ int main(void)
     test_no_preemption_after_finish();
     test_bus_preempts_idle();
     test_metadata_costs_latency_only();
+    test_readdir_requests_per_page();
+    test_nfs_preset_metadata();
     test_jitter_bounds_and_seed();
     return check_status();
 }

@@ -39,14 +39,28 @@ static void test_presets_table(void)
     p = preset_find("object-store");
     CHECK(p && p->config.disks == 64 && p->config.latency_ms == 30 &&
           p->config.bandwidth_mbps == 100 && p->config.placement == MODEL_ANY);
+    CHECK(p->config.metadata_ms[MODEL_LOOKUP] == 30 && p->config.metadata_ms[MODEL_OPEN] == 0 &&
+          p->config.metadata_ms[MODEL_READDIR] == 30 && p->config.readdir_entries == 1000 &&
+          p->config.attr_timeout_s == 60);
+    p = preset_find("nfs");
+    CHECK(p && p->config.disks == 8 && p->config.latency_ms == 0.2 &&
+          p->config.bandwidth_mbps == 1250 && p->config.bus_mbps == 1250 &&
+          p->config.placement == MODEL_ANY && p->config.attr_timeout_s == 60);
+    for (int op = 0; p && op < MODEL_METADATA_OPS; op++)
+        CHECK(p->config.metadata_ms[op] == 0.2);
     CHECK(preset_find("paper2003")->config.placement == MODEL_STRIPED);
     CHECK(preset_find("floppy") == NULL);
     for (p = presets; p->name; p++)
-        CHECK(p->config.priority && p->config.metadata_latency_ms == 0 &&
-              p->config.jitter_pct == 0 && !p->config.model_writes);
+        CHECK(p->config.priority && p->config.jitter_pct == 0 && !p->config.model_writes);
+    /* The local devices: metadata free, kept by the kernel for libfuse's default 1 s. */
+    static const char *const local[] = { "paper2003", "hdd", "cloud-disk" };
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+        struct model_params mp = config_model_params(&preset_find(local[i])->config);
+        CHECK(!model_metadata_modelled(&mp) && preset_find(local[i])->config.attr_timeout_s == 1);
+    }
     char list[256];
     preset_list(list, sizeof list);
-    CHECK(strcmp(list, "paper2003, hdd, cloud-disk, object-store") == 0);
+    CHECK(strcmp(list, "paper2003, hdd, cloud-disk, nfs, object-store") == 0);
 }
 
 static void test_default_is_paper2003(void)
@@ -79,19 +93,40 @@ static void test_explicit_options_override_preset(void)
                 "--jitter-pct", "10", "--bandwidth-mbps", "50", "--metadata-latency-ms", "2",
                 "/b", "/m") == 0);
     CHECK(o.device.disks == 8 && o.device.stripe_kb == 128 && o.device.jitter_pct == 10 &&
-          o.device.bandwidth_mbps == 50 && o.device.metadata_latency_ms == 2 &&
-          o.device.latency_ms == 30);
+          o.device.bandwidth_mbps == 50 && o.device.latency_ms == 30);
+    for (int op = 0; op < MODEL_METADATA_OPS; op++)
+        CHECK(o.device.metadata_ms[op] == 2);
+}
+
+/* --metadata-latency-ms sets every metadata cost; a single operation's option overrides it,
+ * whichever comes first. */
+static void test_metadata_options(void)
+{
+    struct slowfs_options o;
+    CHECK(PARSE(&o, "--open-ms", "0", "--metadata-latency-ms", "1.5", "--readdir-ms", "4",
+                "--readdir-entries", "50", "--attr-timeout-s", "0", "/b", "/m") == 0);
+    CHECK(o.device.metadata_ms[MODEL_LOOKUP] == 1.5 && o.device.metadata_ms[MODEL_OPEN] == 0 &&
+          o.device.metadata_ms[MODEL_READDIR] == 4 && o.device.metadata_ms[MODEL_READLINK] == 1.5);
+    CHECK(o.device.readdir_entries == 50 && o.device.attr_timeout_s == 0);
+    CHECK(PARSE(&o, "-p", "nfs", "--lookup-ms", "3", "--readlink-ms", "0", "/b", "/m") == 0);
+    CHECK(o.device.metadata_ms[MODEL_LOOKUP] == 3 && o.device.metadata_ms[MODEL_OPEN] == 0.2 &&
+          o.device.metadata_ms[MODEL_READLINK] == 0 && o.device.attr_timeout_s == 60);
+    CHECK(PARSE(&o, "-p", "nfs", "--metadata-latency-ms", "0", "/b", "/m") == 0);
+    struct model_params mp = config_model_params(&o.device);
+    CHECK(!model_metadata_modelled(&mp));
 }
 
 static void test_model_units(void)
 {
     struct slowfs_config c = preset_find("paper2003")->config;
     c.jitter_pct = 20;
-    c.metadata_latency_ms = 0.5;
+    c.metadata_ms[MODEL_OPEN] = 0.5;
+    c.readdir_entries = 7;
     struct model_params p = config_model_params(&c);
     CHECK(p.disks == 4 && p.stripe_bytes == 65536 && fabs(p.latency_s - 0.012) < 1e-12);
     CHECK(fabs(p.jitter_frac - 0.2) < 1e-12 && p.disk_bps == 40e6 && p.bus_bps == 40e6);
-    CHECK(fabs(p.metadata_latency_s - 0.0005) < 1e-12 && p.priority);
+    CHECK(fabs(p.metadata_s[MODEL_OPEN] - 0.0005) < 1e-12 && p.metadata_s[MODEL_LOOKUP] == 0);
+    CHECK(p.readdir_page == 7 && p.priority && model_metadata_modelled(&p));
 }
 
 static void test_unknown_preset_lists_valid_ones(void)
@@ -109,6 +144,9 @@ static void test_nonsense_numbers(void)
         { "--latency-ms", "10001" }, { "--latency-ms", "nan" }, { "--jitter-pct", "101" },
         { "--bandwidth-mbps", "0" }, { "--bandwidth-mbps", "" }, { "--bus-mbps", "-5" },
         { "--metadata-latency-ms", "inf" }, { "--seed", "x" }, { "--placement", "random" },
+        { "--lookup-ms", "-1" }, { "--open-ms", "x" }, { "--readdir-ms", "10001" },
+        { "--readlink-ms", "nan" }, { "--readdir-entries", "0" }, { "--readdir-entries", "1.5" },
+        { "--attr-timeout-s", "-1" }, { "--attr-timeout-s", "86401" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct slowfs_options o;
@@ -161,6 +199,7 @@ int main(void)
     test_presets_table();
     test_default_is_paper2003();
     test_explicit_options_override_preset();
+    test_metadata_options();
     test_model_units();
     test_unknown_preset_lists_valid_ones();
     test_nonsense_numbers();

@@ -57,6 +57,10 @@ static void test_json_fields(void)
         "{\"preset\": \"paper2003\", \"model\": {\"disks\": 4, \"stripe_kb\": 64, "
         "\"latency_ms\": 12, \"jitter_pct\": 0, \"bandwidth_mbps\": 40, \"bus_mbps\": 40, "
         "\"metadata_latency_ms\": 0, \"priority\": true, \"placement\": \"striped\"",
+        "\"metadata_ms\": {\"lookup\": 0, \"open\": 0, \"readdir\": 0, \"readlink\": 0}, "
+        "\"readdir_entries\": 1000, \"attr_timeout_s\": 1}",
+        "\"metadata\": {\"requests\": 0, \"response_s\": 0.000000, \"lookup\": 0, \"open\": 0, "
+        "\"readdir\": 0, \"readlink\": 0}",
         "\"pid\": 1234", "\"uptime_s\": 2.500000", "\"requests\": 1, \"bytes\": 28672",
         "\"classes\": {\"regular\": {\"requests\": 1, \"bytes\": 28672, "
         "\"queue_wait_s\": 0.015300, \"service_s\": 0.084700}, \"idle\": {\"requests\": 0",
@@ -71,6 +75,23 @@ static void test_json_fields(void)
             check_failures++;
         }
     free(j);
+}
+
+/* Metadata requests are counted in all and per operation, in JSON and in the table. */
+static void test_metadata_counted_per_operation(void)
+{
+    struct model_disk_stats disks[4] = { { 0 } };
+    struct stats_snapshot snap = sample(disks);
+    stats_count_metadata(&snap.counters, MODEL_LOOKUP, 0.0002);
+    stats_count_metadata(&snap.counters, MODEL_LOOKUP, 0.0002);
+    stats_count_metadata(&snap.counters, MODEL_READDIR, 0.0004);
+    char *j = stats_json(&snap);
+    CHECK(j && strstr(j, "\"metadata\": {\"requests\": 3, \"response_s\": 0.000800, "
+                         "\"lookup\": 2, \"open\": 0, \"readdir\": 1, \"readlink\": 0}"));
+    free(j);
+    char *t = stats_table(&snap);
+    CHECK(t && strstr(t, "metadata 3 requests (lookup 2, open 0, readdir 1, readlink 0); "));
+    free(t);
 }
 
 static void test_modelled_writes_are_shown(void)
@@ -123,6 +144,7 @@ int main(void)
     test_count_read_splits_response();
     test_count_write_keeps_times();
     test_json_fields();
+    test_metadata_counted_per_operation();
     test_bus_limit_or_none();
     test_modelled_writes_are_shown();
     test_table_mentions_every_disk();

@@ -5,6 +5,7 @@ from .grep import Grep
 from .ld import Ld
 from .contended import MatvecContended, SwapContended
 from .matvec import Matvec
+from .metadata_tools import Du, Find, LsLR
 from .postgres import Postgres
 from .refork import Refork
 from .sphinx import Sphinx
@@ -19,6 +20,7 @@ WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chas
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
                                      Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
                                      Sqlite3Scan(), PyImport(), CcHeaders(), GoFmt(), NpmLs(),
-                                     GitLog(), Build(), Ci(), Sphinx(),
+                                     GitLog(), Build(), Ci(), Du(), Find(), LsLR(),
+                                     Sphinx(),
                                      *(Sphinx(p) for p in (50, 75, 150, 200)), SwapContended(),
                                      MatvecContended())}
