@@ -43,6 +43,20 @@ def processes_with(marker):
     return pids
 
 
+def jobs_with(marker):
+    """The jobs among processes_with(MARKER): Python running a job's code (unshare, sh and specx
+    share itself carry the marker in their arguments too)."""
+    jobs = []
+    for pid in processes_with(marker):
+        try:
+            argv0 = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if argv0 == PY.encode():
+            jobs.append(pid)
+    return jobs
+
+
 def py(code, *args):
     return [PY, "-c", code, *map(str, args)]
 
@@ -196,11 +210,6 @@ def start_share(*args):
 
 
 
-def jobs_with(marker, share):
-    """The jobs' processes (specx share's own command line has the marker too)."""
-    return [pid for pid in processes_with(marker) if pid != share.pid]
-
-
 SLEEPER = "import sys, time\nprint('up', flush=True)\ntime.sleep(1000)\n"
 
 
@@ -212,7 +221,7 @@ def test_interrupting_ends_every_job_and_leaves_nothing(specx, sig):
     before = share_groups()
     share = start_share("--quantum", "200ms", "--", *joined(py(SLEEPER, marker),
                                                              py(SLEEPER, marker)))
-    assert wait_for(lambda: len(jobs_with(marker, share)) == 2)
+    assert wait_for(lambda: len(jobs_with(marker)) == 2)
     time.sleep(0.5)
     share.send_signal(sig)
     out, err = share.communicate(timeout=30)
@@ -227,8 +236,8 @@ def test_a_job_killed_by_someone_else_leaves_the_rotation(specx, tmp_path):
     before = share_groups()
     share = start_share("--quantum", "100ms", "--", *joined(py(SLEEPER, marker),
                                                              py("import time; time.sleep(1.5)")))
-    assert wait_for(lambda: len(jobs_with(marker, share)) == 1)
-    os.kill(jobs_with(marker, share)[0], signal.SIGKILL)
+    assert wait_for(lambda: len(jobs_with(marker)) == 1)
+    os.kill(jobs_with(marker)[0], signal.SIGKILL)
     out, err = share.communicate(timeout=30)
     assert share.returncode == 128 + signal.SIGKILL  # the worst of the jobs'
     assert processes_with(marker) == []
@@ -244,7 +253,7 @@ def test_the_next_run_removes_what_a_killed_run_left(specx):
     before = share_groups()
     share = start_share("--quantum", "200ms", "--", *joined(py(SLEEPER, marker),
                                                              py(SLEEPER, marker)))
-    assert wait_for(lambda: len(jobs_with(marker, share)) == 2)
+    assert wait_for(lambda: len(jobs_with(marker)) == 2)
     share.kill()
     share.wait()
     assert share_groups() != before
@@ -272,13 +281,14 @@ def test_a_live_run_is_not_swept_even_where_its_pid_looks_dead(specx):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)
     try:
-        assert wait_for(lambda: len(processes_with(marker)) >= 3), run.stderr
-        assert any(g.endswith(f"specx-share-{pid}") for g in share_groups())
+        # The run's own groups, and both jobs started: the run is under way.
+        assert wait_for(lambda: any(g.endswith(f"specx-share-{pid}") for g in share_groups())
+                        and len(jobs_with(marker)) == 2), run.stderr
         proc = run_specx("share", "--", "true")
         assert proc.returncode == 0 and "left by a run that was killed" not in proc.stderr, \
             proc.stderr
         assert any(g.endswith(f"specx-share-{pid}") for g in share_groups())
-        assert run.poll() is None and len(processes_with(marker)) >= 3
+        assert run.poll() is None and len(jobs_with(marker)) == 2
     finally:
         os.killpg(run.pid, signal.SIGTERM)
         run.communicate(timeout=60)
