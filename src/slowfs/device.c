@@ -143,17 +143,21 @@ static struct outcome serve_regular(struct device *dev, const struct model_piece
     return o;
 }
 
-/* Occupies the piece's disk as soon as it is free of other work (prioritization). */
+/* Occupies the piece's disk as soon as it is free of other work (prioritization) and the
+ * idle pieces that came before it have started. */
 static struct model_slot start_idle_piece(struct device *dev, const struct model_piece *piece,
                                           int kind)
 {
     struct model_slot slot;
+    pthread_mutex_lock(&dev->lock);
+    uint64_t place = model_idle_join(dev->model, piece->disk);
+    pthread_mutex_unlock(&dev->lock);
     for (;;) {
         double retry_at;
         pthread_mutex_lock(&dev->lock);
-        bool started = model_try_start_idle(dev->model, piece->disk, piece->bytes,
-                                            piece_latency(dev, kind), device_now(), &slot,
-                                            &retry_at);
+        bool started = model_try_start_idle_in_turn(dev->model, piece->disk, place, piece->bytes,
+                                                    piece_latency(dev, kind), device_now(),
+                                                    &slot, &retry_at);
         pthread_mutex_unlock(&dev->lock);
         if (started)
             return slot;

@@ -14,16 +14,24 @@ struct bus_booking {
     uint64_t ticket;
 };
 
+/* Idle pieces waiting for a disk, in the order they came: each takes the next place, and
+ * the one whose place follows the last started is the only one that may start. */
+struct idle_queue {
+    uint64_t joined, started;
+};
+
 struct disk_state {
     double regular_until; /* end of the last regular reservation: regular pieces queue FIFO */
     double idle_finish;   /* finish of the idle piece in service (in the past if none) */
     uint64_t idle_ticket; /* which idle piece that is */
+    struct idle_queue idle_queue;
     struct model_disk_stats stats;
 };
 
 struct model {
     struct model_params p;
     struct disk_state *disk;
+    struct idle_queue any_queue; /* the one queue of MODEL_ANY_DISK pieces */
     struct bus_booking *bus; /* sorted by start, only bookings that have not ended */
     size_t nbus, bus_cap;
     uint64_t next_ticket;
@@ -286,6 +294,33 @@ bool model_try_start_idle(struct model *m, unsigned disk, uint64_t bytes, double
     d->idle_finish = s.finish;
     count(d, bytes, s.service);
     *slot = s;
+    return true;
+}
+
+static struct idle_queue *idle_queue_of(struct model *m, unsigned disk)
+{
+    return disk == MODEL_ANY_DISK ? &m->any_queue : &m->disk[disk].idle_queue;
+}
+
+uint64_t model_idle_join(struct model *m, unsigned disk)
+{
+    return ++idle_queue_of(m, disk)->joined;
+}
+
+bool model_try_start_idle_in_turn(struct model *m, unsigned disk, uint64_t place,
+                                  uint64_t bytes, double latency_s, double now,
+                                  struct model_slot *slot, double *retry_at)
+{
+    struct idle_queue *q = idle_queue_of(m, disk);
+    if (place != q->started + 1) {
+        unsigned any = disk;
+        find_idle_disk(m, &any, now, retry_at);
+        *retry_at = max2(*retry_at, now + MODEL_IDLE_TURN_POLL_S);
+        return false;
+    }
+    if (!model_try_start_idle(m, disk, bytes, latency_s, now, slot, retry_at))
+        return false;
+    q->started++;
     return true;
 }
 

@@ -110,6 +110,21 @@ struct model_slot model_reserve_regular(struct model *m, unsigned disk, uint64_t
 bool model_try_start_idle(struct model *m, unsigned disk, uint64_t bytes, double latency_s,
                           double now, struct model_slot *slot, double *retry_at);
 
+/* Idle pieces start in the order they came, as a disk's scheduler serves one queue (a
+ * process's idle-class requests under BFQ): a piece joins the queue of its disk (of all lanes
+ * for MODEL_ANY_DISK) once, and gets its place. */
+uint64_t model_idle_join(struct model *m, unsigned disk);
+
+/* How long a piece whose turn has not come waits before asking again while a disk is free:
+ * the piece ahead of it is about to start. */
+#define MODEL_IDLE_TURN_POLL_S 50e-6
+
+/* model_try_start_idle() for the piece at PLACE in its queue: false, with *retry_at, until
+ * every piece ahead of it has started. */
+bool model_try_start_idle_in_turn(struct model *m, unsigned disk, uint64_t place,
+                                  uint64_t bytes, double latency_s, double now,
+                                  struct model_slot *slot, double *retry_at);
+
 /* The current finish time of an idle piece started with model_try_start_idle(): preemption
  * by regular pieces moves it later, so a waiting thread re-reads it until it has passed. */
 double model_idle_finish(const struct model *m, const struct model_slot *slot);

@@ -169,6 +169,27 @@ static void test_idle_waits_for_idle(void)
     model_free(m);
 }
 
+/* Idle pieces start in the order they joined their disk's queue, whoever asks first: a later
+ * piece waits while an earlier one has not started, even on a free disk. */
+static void test_idle_pieces_start_in_order(void)
+{
+    struct model_params p = paper();
+    struct model *m = model_new(&p);
+    struct model_slot a, b;
+    double retry;
+    uint64_t first = model_idle_join(m, 1), second = model_idle_join(m, 1);
+    CHECK(!model_try_start_idle_in_turn(m, 1, second, 4096, 0.012, 0, &b, &retry));
+    CHECK_NEAR(retry, MODEL_IDLE_TURN_POLL_S);
+    CHECK(model_try_start_idle_in_turn(m, 1, first, 4096, 0.012, 0, &a, &retry));
+    CHECK(!model_try_start_idle_in_turn(m, 1, second, 4096, 0.012, 0.001, &b, &retry));
+    CHECK_NEAR(retry, a.finish);
+    CHECK(model_try_start_idle_in_turn(m, 1, second, 4096, 0.012, a.finish, &b, &retry));
+    /* Another disk's queue is its own. */
+    CHECK(model_try_start_idle_in_turn(m, 2, model_idle_join(m, 2), 4096, 0.012, 0.001, &b,
+                                       &retry));
+    model_free(m);
+}
+
 /* Regular work is never delayed by idle work: it preempts, the idle piece resumes later and
  * pays its access latency again. */
 static void test_regular_preempts_idle(void)
@@ -315,6 +336,7 @@ int main(void)
     test_bus_fills_gaps();
     test_idle_waits_for_regular();
     test_idle_waits_for_idle();
+    test_idle_pieces_start_in_order();
     test_regular_preempts_idle();
     test_no_preemption_after_finish();
     test_bus_preempts_idle();
