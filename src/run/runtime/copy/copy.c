@@ -563,10 +563,29 @@ static struct specx_stall_view view_of_copy(const struct specx_stream *s,
     return v;
 }
 
+/* Whether a thread other than the copy's own has read a record of the copy of S: then the
+ * copy serves a pool's threads, and their stalls say as much of it as its own thread's. */
+static bool read_by_others(const struct specx_stream *s)
+{
+    return __atomic_load_n(&ctl_of(s)->others_read, __ATOMIC_RELAXED) != 0;
+}
+
+/* Whether the stall F describes is another thread's, on a read the copy of S did not predict,
+ * while no thread but the copy's own has read a record of it: the stall belongs to another
+ * stream of reads and says nothing of the copy. A running copy it neither replaces nor
+ * promotes (a clone of this thread, which the copy's thread's reads would not follow); one that
+ * ended is judged by what its own thread read of it, its records not reached yet left out. In
+ * a pool, other threads read the copy's records within a few files, and their stalls are
+ * judged as any (policy/stall.h). */
+static bool another_streams_stall(const struct specx_stream *s, const struct specx_stall_facts *f)
+{
+    return f->had_copy && f->copy.other_thread && !f->copy.on_track && !read_by_others(s);
+}
+
 /* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
  * acting on it needs: the file (ST) and the tally a judgment of the copy would rest on (TALLY):
  * its records not reached yet count as misses only if the program stalled somewhere the copy
- * did not predict (then it diverged, and they will not be read).
+ * did not predict (then it diverged, and they will not be read), on its own stream.
  * Looked at in the order the decision needs it, and no further than it needs: nothing once
  * speculation may not run or the memory control stopped it. Where it may run, a read from a
  * file's start is started at once, whatever the decision (start_own_read). */
@@ -588,7 +607,7 @@ static struct specx_stall_facts facts_at(struct specx_stream *s,
     if (f.had_copy) {
         struct specx_log_view log = log_view(s, stall, st);
         f.copy = view_of_copy(s, &log, running, arrived);
-        *tally = f.copy.on_track ? log.on_track : log.diverged;
+        *tally = f.copy.on_track || another_streams_stall(s, &f) ? log.on_track : log.diverged;
         judged.useful = tally->hits > 0;
     }
     f.backing_off = specx_backoff_would_skip((uint64_t)st->st_dev, (uint64_t)st->st_ino,
@@ -685,19 +704,6 @@ static bool copies_follow_their_threads(void)
     return true;
 }
 
-/* Whether the stall F describes is another thread's, on a read the first stream's copy did
- * not predict, while no thread but the copy's own has read a record of it: the stall belongs
- * to another stream of reads and says nothing of the copy, which it neither replaces nor
- * promotes (a clone of this thread, which the copy's thread's reads would not follow). In a
- * pool, other threads read the copy's records within a few files, and their stalls are
- * judged as any (policy/stall.h). */
-static bool another_streams_stall(const struct specx_stall_facts *f)
-{
-    const struct specx_stall_view *v = &f->copy;
-    return f->had_copy && v->running && v->other_thread && !v->on_track &&
-           !__atomic_load_n(&specx.ctl->stream[0].others_read, __ATOMIC_RELAXED);
-}
-
 /* Whether that stall deserves a copy of its own in another stream: a real stall (not a wait
  * for readahead) with no back-off on its file, the first stream's copy past entering and
  * followed by its thread (STREAM_EVIDENCE of its records read), and no copy's records read by
@@ -731,7 +737,7 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     struct specx_tally tally = { 0, 0 };
     struct specx_stall_facts f = facts_at(s, stall, arrived, &st, &tally);
     bool running = s->copy.pid > 0; /* facts_at forgot it if the copy had ended */
-    if (s == &specx.stream[0] && another_streams_stall(&f))
+    if (s == &specx.stream[0] && f.copy.running && another_streams_stall(s, &f))
         return stream_of_its_own(&f) && clone_in_new_stream(stall, &st);
     switch (specx_stall_decide(&f)) {
     case SPECX_STALL_IGNORE:

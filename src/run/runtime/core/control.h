@@ -1,8 +1,9 @@
-/* The control region: memory shared between a normal process and its speculative process
+/* The control region: memory shared between a normal process and its speculative processes
  * (MAP_SHARED|MAP_ANONYMOUS, created before the first clone and kept shared by the sandbox).
- * It carries the start-up handshake, the prefetch log (what the speculative process
- * prefetched, so the program can tell a prefetched read from a missed one, §4.1.2 and
- * Table 2) and the horizon's futex (§4.1.3). */
+ * It carries, for each copy's stream (runtime.h), the start-up handshake, the prefetch log
+ * (what the speculative process prefetched, so the program can tell a prefetched read from a
+ * missed one, §4.1.2 and Table 2) and the horizon's futex (§4.1.3); and the memory control's
+ * state, one for the process. */
 #ifndef SPECX_CONTROL_H
 #define SPECX_CONTROL_H
 
