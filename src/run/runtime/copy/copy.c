@@ -570,16 +570,38 @@ static bool read_by_others(const struct specx_stream *s)
     return __atomic_load_n(&ctl_of(s)->others_read, __ATOMIC_RELAXED) != 0;
 }
 
+/* Whether no running copy's predictions were read by a thread other than its own: each copy
+ * follows one thread's stream of reads, as in a program whose threads each read their own
+ * files. A pool whose threads take work from one queue reads its copy's records from every
+ * thread; there one copy serves all (docs/design/read-path.md). */
+static bool copies_follow_their_threads(void)
+{
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        if (specx.stream[k].copy.pid > 0 &&
+            __atomic_load_n(&specx.ctl->stream[k].others_read, __ATOMIC_RELAXED))
+            return false;
+    return true;
+}
+
+/* Whether the copy of S has shown that it follows its own thread alone: STREAM_EVIDENCE of
+ * its records read by that thread, none by another, nor any other copy's by a thread not its
+ * own. */
+static bool followed_alone(const struct specx_stream *s)
+{
+    return __atomic_load_n(&ctl_of(s)->owner_read, __ATOMIC_RELAXED) >= STREAM_EVIDENCE &&
+           !read_by_others(s) && copies_follow_their_threads();
+}
+
 /* Whether the stall F describes is another thread's, on a read the copy of S did not predict,
- * while no thread but the copy's own has read a record of it: the stall belongs to another
+ * where that copy has shown it follows its own thread alone: the stall belongs to another
  * stream of reads and says nothing of the copy. A running copy it neither replaces nor
  * promotes (a clone of this thread, which the copy's thread's reads would not follow); one that
- * ended is judged by what its own thread read of it, its records not reached yet left out. In
- * a pool, other threads read the copy's records within a few files, and their stalls are
- * judged as any (policy/stall.h). */
+ * ended is judged by what its own thread read of it, its records not reached yet left out.
+ * Until a copy has shown it, another thread's stall is judged as any (policy/stall.h): in a
+ * pool, other threads read the copy's records within a few files. */
 static bool another_streams_stall(const struct specx_stream *s, const struct specx_stall_facts *f)
 {
-    return f->had_copy && f->copy.other_thread && !f->copy.on_track && !read_by_others(s);
+    return f->had_copy && f->copy.other_thread && !f->copy.on_track && followed_alone(s);
 }
 
 /* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
@@ -691,29 +713,11 @@ static struct specx_stream *free_stream(void)
     return NULL;
 }
 
-/* Whether no running copy's predictions were read by a thread other than its own: each copy
- * follows one thread's stream of reads, as in a program whose threads each read their own
- * files. A pool whose threads take work from one queue reads its copy's records from every
- * thread; there one copy serves all (docs/design/read-path.md). */
-static bool copies_follow_their_threads(void)
-{
-    for (unsigned k = 0; k < SPECX_STREAMS; k++)
-        if (specx.stream[k].copy.pid > 0 &&
-            __atomic_load_n(&specx.ctl->stream[k].others_read, __ATOMIC_RELAXED))
-            return false;
-    return true;
-}
-
 /* Whether that stall deserves a copy of its own in another stream: a real stall (not a wait
- * for readahead) with no back-off on its file, the first stream's copy past entering and
- * followed by its thread (STREAM_EVIDENCE of its records read), and no copy's records read by
- * another thread. */
+ * for readahead) with no back-off on its file, the first stream's copy past entering. */
 static bool stream_of_its_own(const struct specx_stall_facts *f)
 {
-    return !f->copy.entering && !f->copy.arrived && !f->backing_off &&
-           __atomic_load_n(&specx.ctl->stream[0].owner_read, __ATOMIC_RELAXED) >=
-               STREAM_EVIDENCE &&
-           copies_follow_their_threads();
+    return !f->copy.entering && !f->copy.arrived && !f->backing_off;
 }
 
 /* A stall of a thread in a stream of its own that the first's copy does not serve: a copy in
