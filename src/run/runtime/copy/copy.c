@@ -43,7 +43,7 @@
 
 /* A stream beside the first gets a copy of its own only once the first's copy has shown that
  * it follows its own thread alone: this many of its records read by that thread, none by
- * another (stream_of_its_own). A pool's copy runs through the pool's one queue, and the reads
+ * another (followed_alone). A pool's copy runs through the pool's one queue, and the reads
  * of every thread consume its records within a few files. */
 #define STREAM_EVIDENCE 4u
 /* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
@@ -351,7 +351,7 @@ static bool clone_speculative(struct specx_stream *s, bool dry)
         ctl->generation = 1;
     s->issued_at_start = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
     s->dry = dry;
-    /* Who reads its records is counted from here (stream_of_its_own). */
+    /* Who reads its records is counted from here (followed_alone). */
     ctl->owner = (unsigned long)pthread_self();
     __atomic_store_n(&ctl->owner_read, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&ctl->others_read, 0, __ATOMIC_RELAXED);
@@ -577,8 +577,7 @@ static bool read_by_others(const struct specx_stream *s)
 static bool copies_follow_their_threads(void)
 {
     for (unsigned k = 0; k < SPECX_STREAMS; k++)
-        if (specx.stream[k].copy.pid > 0 &&
-            __atomic_load_n(&specx.ctl->stream[k].others_read, __ATOMIC_RELAXED))
+        if (specx.stream[k].copy.pid > 0 && read_by_others(&specx.stream[k]))
             return false;
     return true;
 }
@@ -713,8 +712,9 @@ static struct specx_stream *free_stream(void)
     return NULL;
 }
 
-/* Whether that stall deserves a copy of its own in another stream: a real stall (not a wait
- * for readahead) with no back-off on its file, the first stream's copy past entering. */
+/* Whether another stream's stall (another_streams_stall) deserves a copy of its own in a
+ * stream beside the first: a real stall (not a wait for readahead) with no back-off on its
+ * file, the first stream's copy past entering. */
 static bool stream_of_its_own(const struct specx_stall_facts *f)
 {
     return !f->copy.entering && !f->copy.arrived && !f->backing_off;
