@@ -326,6 +326,47 @@ def test_a_build_at_test_scale_runs_plainly_twice_and_on_other_inputs(name, tmp_
     assert list(scratch.glob("*/specx")) or list(scratch.glob("*/build/specx"))
 
 
+@pytest.fixture(scope="module")
+def grep_tree(tmp_path_factory):
+    """grep's data set at scale test, which the tree tools share."""
+    data = tmp_path_factory.mktemp("grep-tree")
+    WORKLOADS["grep"].generate(str(data), WORKLOADS["grep"].scales["test"], lambda *a: None)
+    return data
+
+
+def test_tree_readers_at_test_scale_read_every_file_the_same_way(grep_tree, monkeypatch):
+    """reader2 (two threads, each its own files) and goread (one goroutine) read the whole
+    tree: the same count and size as the static reader, a checksum independent of how the
+    threads ran, and the same output run after run."""
+    monkeypatch.setenv("SPECX_LIBEXEC_PATH", str(PROGRAMS))
+    files = WORKLOADS["grep"].scales["test"]["files"]
+    size = sum(p.stat().st_size for p in (grep_tree / "src").rglob("*") if p.is_file())
+    ran = 0
+    for name in ("reader2", "goread"):
+        w = WORKLOADS[name]
+        if w.unavailable(str(grep_tree)):
+            continue   # goread needs Go at build time
+        cmd = w.command(str(grep_tree), w.scales["test"], str(grep_tree))
+        outputs = {subprocess.run(cmd.argv, capture_output=True, text=True, check=True,
+                                  timeout=60).stdout for _ in range(3)}
+        assert len(outputs) == 1, outputs
+        assert outputs.pop().startswith(f"files {files} bytes {size} checksum "), name
+        ran += 1
+    assert ran >= 1
+
+
+def test_treeread_splits_the_files_by_index_among_its_threads(grep_tree):
+    """Any number of threads reads every file once: the count and size do not change with -t,
+    and a bad -t is refused."""
+    totals = {tuple(subprocess.run([PROGRAMS / "treeread", "-t", str(n), grep_tree / "src"],
+                                   capture_output=True, text=True, check=True).stdout.split()[:4])
+              for n in (1, 2, 3, 7)}
+    assert len(totals) == 1, totals
+    bad = subprocess.run([PROGRAMS / "treeread", "-t", "0", grep_tree / "src"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("usage:")
+
+
 # --- command line ---------------------------------------------------------------------------------
 
 def test_help_and_list(specx):

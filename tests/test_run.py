@@ -490,6 +490,46 @@ def test_a_threaded_reader_speculates_and_reads_the_same(specx, tmp_path, cold_t
 
 
 @pytest.fixture(scope="module")
+def stream_tree(tmp_path_factory):
+    """80 small files behind a slow device, for a reader whose threads each read their own;
+    the name of their directory marks the reader's command line (copies_get_cpu)."""
+    base = tmp_path_factory.mktemp("streams")
+    marker = f"specx-streams-{uuid.uuid4().hex}"
+    (base / "backing" / marker).mkdir(parents=True)
+    for i in range(80):
+        (base / "backing" / marker / f"f{i:02d}").write_bytes(os.urandom(8192))
+    with slowfs_mount(base / "backing", base / "mnt", "--preset", "paper2003") as mnt:
+        yield mnt / marker, marker
+
+
+@pytest.mark.root
+def test_threads_with_reads_of_their_own_get_a_copy_each(specx, tmp_path, stream_tree):
+    """treeread -t 2: each thread reads its own half of the files, so the copy of one predicts
+    none of the other's reads. The other thread gets a copy of its own (the report's
+    stream_copies; copies_peak 2), and the program's output and exit status are its own. Which
+    thread stalls first and how far its copy gets is the machine's timing: up to three runs
+    for one with a second copy."""
+    mnt, marker = stream_tree
+    treeread = BUILD / "bench" / "programs" / "treeread"
+    drop_caches()
+    plain = subprocess.run([treeread, "-t", "2", mnt], capture_output=True, text=True,
+                           timeout=60)
+    assert plain.returncode == 0 and plain.stdout.startswith("files 80 bytes 655360 ")
+    for attempt in range(3):
+        drop_caches()
+        with copies_get_cpu(marker):
+            proc, report = run_json(tmp_path, treeread, "-t", "2", mnt, options=["--horizon", "8"])
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, plain.stdout, plain.stderr)
+        total = report["total"]
+        assert total["spec_failed"] == 0, json.dumps(total)
+        if total["stream_copies"]:
+            break
+    assert total["stream_copies"] >= 1 and total["copies_peak"] == 2, json.dumps(total)
+    assert report["processes"][0]["copies_peak"] == 2
+    assert_no_process_with(marker)
+
+
+@pytest.fixture(scope="module")
 def many_cold_files(tmp_path_factory):
     """300 small files behind a slow device: a copy that opens them spends seconds in the
     sandbox's open trap."""

@@ -34,6 +34,8 @@ OPVM = BUILD / "tests" / "safety" / "opvm"
 # The same statically linked: served by the supervisor (src/run/supervisor), not the runtime.
 OPVM_STATIC = BUILD / "tests" / "safety" / "opvm-static"
 DATA_FILES = [f"d{i:02d}" for i in range(24)]
+# What opvm --streams's reading thread reads, a stream of its own beside the script's.
+STREAM_FILES = [f"stream/f{i:02d}" for i in range(40)]
 SEEDS = range(500) if LONG else range(60)
 STDIN = "stdin-line-1\nstdin-line-2\nstdin-tail\n"
 RUN_TIMEOUT = 60
@@ -64,6 +66,9 @@ def env():
         (backing / name).write_bytes(rng.randbytes(48 * 1024))
     for i in range(3):
         (backing / "sub" / f"s{i}").write_bytes(rng.randbytes(4096))
+    (backing / "stream").mkdir()
+    for name in STREAM_FILES:
+        (backing / name).write_bytes(rng.randbytes(8192))
     with sqlite3.connect(backing / "lookup.db") as db:
         db.execute("create table t (k integer primary key, v blob)")
         db.executemany("insert into t values (?, ?)",
@@ -88,7 +93,8 @@ def env():
 
 def make_cold(mnt):
     """Evicts the data files from the page cache: every first read stalls on the slow device."""
-    evict(*(mnt / n for n in DATA_FILES), *(mnt / "sub").iterdir(), mnt / "lookup.db")
+    evict(*(mnt / n for n in DATA_FILES + STREAM_FILES), *(mnt / "sub").iterdir(),
+          mnt / "lookup.db")
 
 
 def tree_digest(root):
@@ -176,18 +182,22 @@ def assert_same(env, argv, during=None, need_speculation=True, options=()):
 
 def script_for(env, text, threads=False, static=False):
     """opvm on TEXT; with THREADS, run by a second thread beside one that keeps taking the
-    allocator's and stdout's locks (opvm.c): copies are then of one thread of three. STATIC:
-    the statically linked opvm, which the supervisor serves."""
+    allocator's and stdout's locks (opvm.c): copies are then of one thread of three; with
+    THREADS "streams", beside a thread that reads files of its own (each thread may then have
+    a copy of its own, docs/design/read-path.md). STATIC: the statically linked opvm, which the
+    supervisor serves."""
     path = env["top"] / "script.ops"
     path.write_text(text.replace("@DATA@", str(env["mnt"])))
     if static and not OPVM_STATIC.exists():
         pytest.skip("opvm-static was not built (no static C library here)")
     opvm = OPVM_STATIC if static else OPVM
-    return [str(opvm), *(["--threads"] if threads else []), str(path)]
+    mode = {False: [], True: ["--threads"], "streams": ["--streams", str(env["mnt"] / "stream")]}
+    return [str(opvm), *mode[threads], str(path)]
 
 
 # Every script also runs multi-threaded.
-THREADS = pytest.mark.parametrize("threads", [False, True], ids=["one-thread", "threads"])
+THREADS = pytest.mark.parametrize("threads", [False, True, "streams"],
+                                  ids=["one-thread", "threads", "streams"])
 # ... and statically linked, through the supervisor (specx run's second mechanism).
 MECHANISMS = pytest.mark.parametrize("static", [False, True], ids=["preload", "supervisor"])
 
@@ -201,6 +211,27 @@ def test_corpus_program_behaves_the_same(env, case, threads, static):
     plain, _ = assert_same(env, script_for(env, case.read_text(), threads, static),
                            need_speculation=not static)
     assert "unknown operation" not in plain.stderr
+
+
+def test_a_copy_per_stream_changes_nothing(env):
+    """Every corpus program beside a thread that reads files of its own: the runtime gives the
+    thread whose reads the other's copy does not predict a copy of its own (copy.c), and the
+    side effects the script's copy reaches stay invisible whichever stream it is. Whether a
+    run makes a second copy depends on which thread stalls first and how far the first copy
+    got: each case runs until one did (at most three runs), and most cases must have had one."""
+    with_streams = 0
+    for case in CORPUS:
+        argv = script_for(env, case.read_text(), "streams")
+        plain, _, _ = run_once(env, argv, speculate=False)
+        for _ in range(3):
+            speculated, stats, _ = run_once(env, argv, speculate=True)
+            assert speculated == plain, case.stem
+            assert stats["total"]["spec_failed"] == 0, stats
+            if stats["total"]["stream_copies"]:
+                assert stats["total"]["copies_peak"] >= 2, json.dumps(stats["total"])
+                with_streams += 1
+                break
+    assert with_streams >= len(CORPUS) // 2, with_streams
 
 
 @pytest.mark.parametrize("case", ["stdin", "output", "offsets"])

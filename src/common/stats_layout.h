@@ -62,7 +62,9 @@
     X(memctl_added,      "stalls speculation added: refaults while memory was full (memory_control.h)") \
     X(memctl_removed,    "stalls speculation removed: reads served by its prefetches") \
     X(memctl_giveback_ns, "longest time from the start of the interval that stopped speculation to the copy's memory given back") \
-    X(copy_peak_kb,      "largest private memory of a copy, KiB (its smaps_rollup)")
+    X(copy_peak_kb,      "largest private memory of a copy, KiB (its smaps_rollup)") \
+    X(stream_copies,     "copies made for a thread beside another thread's copy, which does not predict its reads (copy.c)") \
+    X(copies_peak,       "most copies a process had at once, one per stream of reads (the total: the largest of any process)")
 
 /* What the runtime noted about a process: why speculation was off, how it ran (slot flags). */
 enum specx_slot_flag {

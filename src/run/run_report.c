@@ -337,6 +337,9 @@ void run_report_table(FILE *out, const struct run_result *r)
             "copy-on-write faults of the program", t->minflt);
     fprintf(out, "  %-40s %12" PRIu64 "  %" PRIu64 " ended, %" PRIu64 " could not be sandboxed\n",
             "speculative processes created", t->spec_created, t->spec_ended, t->spec_failed);
+    fprintf(out, "  %-40s %12" PRIu64 "  for threads with reads of their own; at most %" PRIu64
+            " at once in a process\n", "  beside another thread's copy", t->stream_copies,
+            t->copies_peak);
     fprintf(out, "  %-40s %12" PRIu64 "  ran %.1f ms of CPU time without reaching I/O\n",
             "  ended themselves, idle", t->spec_idle_ended,
             (double)SPECX_COPY_IDLE_CPU_NS / 1e6);

@@ -136,9 +136,12 @@ void run_stats_remove(const char *path, int fd)
 
 static void add_counters(struct specx_stats_slot *sum, const struct specx_stats_slot *s)
 {
+    /* A peak, not a count: the total is the largest of any process. */
+    uint64_t copies_peak = s->copies_peak > sum->copies_peak ? s->copies_peak : sum->copies_peak;
 #define SPECX_ADD(name, doc) sum->name += s->name;
     SPECX_COUNTERS(SPECX_ADD)
 #undef SPECX_ADD
+    sum->copies_peak = copies_peak;
     sum->flags |= s->flags;
 }
 

@@ -4,14 +4,20 @@
  * and without `specx run` and requires byte-identical results: whatever the speculative copy
  * of opvm does while opvm waits for its reads must stay invisible (paper §4.1.1).
  *
- * Usage: opvm [--threads] SCRIPT. Every operation prints one line "N OP: result" to stdout.
+ * Usage: opvm [--threads | --streams DIR] SCRIPT. Every operation prints one line "N OP: result"
+ * to stdout.
  * Lines starting with '#' are comments. Arguments are separated by blanks; `shell` and `spawn`
  * take the rest of the line. See ops[] for the operations.
  *
  * With --threads the script runs in a second thread while a third keeps taking the allocator's
  * lock and stdout's (a copy of the script's thread then often starts with a lock held by a
  * thread it does not have), and the main thread waits: the same results, now from a
- * multi-threaded program. */
+ * multi-threaded program. With --streams DIR the script runs in a second thread while a third
+ * reads every regular file directly in DIR, in name order, a stream of reads of its own (the
+ * runtime then gives each thread a copy of its own, copy.c), and prints their size and checksum
+ * last. The script starts once that thread has read STREAM_AHEAD files (its copy has then
+ * shown it follows that thread), and the reading thread waits for the script to end before it
+ * does (its copy is then still about when the script's thread stalls). */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -654,14 +660,96 @@ static int run_threaded(FILE *script)
     return 0;
 }
 
+#define STREAM_AHEAD 8
+
+/* The stream of the --streams thread: the regular files directly in a directory. */
+struct stream {
+    const char *dir;
+    uint64_t bytes, sum;
+    int files_read; /* or STREAM_AHEAD once it read all */
+};
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static void read_whole(struct stream *st, int fd)
+{
+    static unsigned char buf[64 * 1024];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < n; i++) {
+            st->sum = (st->sum ^ buf[i]) * 0x100000001b3ULL;
+            st->bytes++;
+        }
+}
+
+static void *read_stream(void *arg)
+{
+    struct stream *st = arg;
+    struct dirent **names;
+    int n = scandir(st->dir, &names, NULL, by_name);
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", st->dir, names[i]->d_name);
+        struct stat sb;
+        int fd = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? open(path, O_RDONLY) : -1;
+        if (fd >= 0) {
+            read_whole(st, fd);
+            close(fd);
+            __atomic_fetch_add(&st->files_read, 1, __ATOMIC_RELEASE);
+        }
+        free(names[i]);
+    }
+    if (n >= 0)
+        free(names);
+    __atomic_store_n(&st->files_read, STREAM_AHEAD, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&script_done, __ATOMIC_ACQUIRE))
+        pause_us(1000);
+    return NULL;
+}
+
+struct gated_script {
+    FILE *script;
+    struct stream *after;
+};
+
+static void *run_gated_script(void *arg)
+{
+    struct gated_script *g = arg;
+    while (__atomic_load_n(&g->after->files_read, __ATOMIC_ACQUIRE) < STREAM_AHEAD)
+        pause_us(1000);
+    return run_script(g->script);
+}
+
+static int run_beside_stream(FILE *script, const char *dir)
+{
+    struct stream st = { dir, 0, 0xcbf29ce484222325ULL, 0 };
+    struct gated_script gated = { script, &st };
+    pthread_t worker, reader;
+    if (pthread_create(&reader, NULL, read_stream, &st) != 0 ||
+        pthread_create(&worker, NULL, run_gated_script, &gated) != 0) {
+        fprintf(stderr, "opvm: cannot start threads\n");
+        return 2;
+    }
+    pthread_join(worker, NULL);
+    __atomic_store_n(&script_done, 1, __ATOMIC_RELEASE);
+    pthread_join(reader, NULL);
+    printf("stream: %llu bytes, checksum %016llx\n", (unsigned long long)st.bytes,
+           (unsigned long long)st.sum);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bool threads = argc == 3 && strcmp(argv[1], "--threads") == 0;
-    if (argc != 2 + threads) {
-        fprintf(stderr, "usage: opvm [--threads] SCRIPT\n");
+    bool streams = argc == 4 && strcmp(argv[1], "--streams") == 0;
+    if (argc != 2 + threads + 2 * streams) {
+        fprintf(stderr, "usage: opvm [--threads | --streams DIR] SCRIPT\n");
         return 2;
     }
-    const char *path = argv[1 + threads];
+    const char *path = argv[argc - 1];
     FILE *script = fopen(path, "r");
     if (!script) {
         fprintf(stderr, "opvm: %s: %s\n", path, strerror(errno));
@@ -669,6 +757,8 @@ int main(int argc, char **argv)
     }
     if (threads)
         return run_threaded(script);
+    if (streams)
+        return run_beside_stream(script, argv[2]);
     run_script(script);
     return 0;
 }

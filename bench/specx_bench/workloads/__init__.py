@@ -13,13 +13,15 @@ from .sqlite import Sqlite
 from .stencil import Stencil
 from .swap import Swap
 from .toolchains import Build, Ci, GitLog, GoFmt, NpmLs
-from .tree_tools import GitGrep, PyLoader, Restic, Rg, RgOneThread, StaticReader
+from .tree_tools import (GitGrep, GoRead, PyLoader, Reader2, Restic, Rg, RgOneThread,
+                         StaticReader)
 from .xds import Xds
 
 WORKLOADS = {w.name: w for w in (Grep(), Ld(), Postgres(), Xds(), Sqlite(), Chase(), Matvec(),
                                      Stencil(), Swap(), Refork(), Rg(), RgOneThread(), GitGrep(),
-                                     Restic(), StaticReader(), PyLoader(), Sqlite3Shell(),
-                                     Sqlite3Scan(), PyImport(), CcHeaders(), GoFmt(), NpmLs(),
+                                     Restic(), StaticReader(), PyLoader(), Reader2(), GoRead(),
+                                     Sqlite3Shell(), Sqlite3Scan(), PyImport(), CcHeaders(),
+                                     GoFmt(), NpmLs(),
                                      GitLog(), Build(), Ci(), Du(), Find(), LsLR(),
                                      Sphinx(),
                                      *(Sphinx(p) for p in (50, 75, 150, 200)), SwapContended(),

@@ -2,7 +2,8 @@
 cannot serve today, each over grep's source tree (the same data set, generated once), so that
 their times compare with grep's: ripgrep (threaded, and -j1), git grep (threaded, over a
 repository), restic (Go: its own system calls, static or not), a statically linked C
-reader and a threaded Python loader."""
+reader, a threaded Python loader, a C reader whose two threads each read their own files and
+a Go reader in one goroutine."""
 import contextlib
 import os
 import shutil
@@ -122,3 +123,40 @@ class PyLoader(TreeTool):
     def command(self, root, params, scratch):
         return Command(["python3", components.require("pyloader.py", "the pyloader workload"),
                         os.path.join(root, "src"), "8"])
+
+
+class BuiltReader(TreeTool):
+    """A reader built from bench/programs/ (found among the components), run on the tree."""
+    options = []
+    missing = ""   # why it may not be built
+
+    def unavailable(self, data_dir):
+        if not components.find(self.program):
+            return f"{self.program} is not built ({self.missing})"
+        return None
+
+    def command(self, root, params, scratch):
+        return Command([components.find(self.program), *self.options,
+                        os.path.join(root, "src")])
+
+    def tool_versions(self):
+        return {}
+
+
+class Reader2(BuiltReader):
+    name = "reader2"
+    program = "treeread"
+    options = ["-t", "2"]
+    missing = "the build is incomplete"
+    description = ("a C reader of a source tree, two threads each reading its own files "
+                   "(bench/programs/treeread.c)")
+
+
+class GoRead(BuiltReader):
+    name = "goread"
+    program = "goread"
+    missing = "Go was not installed when specx was built"
+    description = "a Go reader of a source tree, one goroutine (bench/programs/goread)"
+
+    def tool_versions(self):
+        return {"go": first_line(["go", "version"])} if shutil.which("go") else {}

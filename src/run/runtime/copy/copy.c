@@ -41,13 +41,11 @@
  * not answer, say) and is replaced at the next stall; see copy_entering. */
 #define ENTRY_LIMIT_NS (1000ull * 1000000ull)
 
-/* The file of the stall that created the speculative process. */
-static uint64_t copy_dev, copy_ino;
-static uint64_t copy_born_ns;
-static bool copy_dry; /* the speculative process only predicts (trust.h) */
-/* The thread of the program it is a copy of: only that thread's stalls tell whether it
- * diverged (docs/design/read-path.md). */
-static pid_t copy_thread;
+/* A stream beside the first gets a copy of its own only once the first's copy has shown that
+ * it follows its own thread alone: this many of its records read by that thread, none by
+ * another (followed_alone). A pool's copy runs through the pool's one queue, and the reads
+ * of every thread consume its records within a few files. */
+#define STREAM_EVIDENCE 4u
 /* The regions the last clone left out (--refork=fast); the new copy inherits the list. */
 static struct specx_lazy_set lazy_set;
 /* The cloning thread's signal mask, which the copy takes back once sealed (clone_speculative). */
@@ -56,35 +54,58 @@ static sigset_t mask_at_clone;
  * region. */
 static struct specx_copy_groups copy_groups;
 
+static unsigned index_of(const struct specx_stream *s)
+{
+    return (unsigned)(s - specx.stream);
+}
+
+/* What the copy of S shares with the program. */
+static struct specx_stream_ctl *ctl_of(const struct specx_stream *s)
+{
+    return &specx.ctl->stream[index_of(s)];
+}
+
+/* The program no longer has the copy of S: the memory control's lock (running/memory_watch.c)
+ * no longer counts it alive. */
+static void forget_copy(struct specx_stream *s)
+{
+    s->copy = (struct specx_copy_ref){ 0 };
+    if (specx.ctl)
+        __atomic_store_n(&ctl_of(s)->copy_pid, 0, __ATOMIC_RELAXED);
+}
+
 /* Judges the copy that just ended or is about to be replaced, by what its predictions were
  * worth to the program (trust.h), T being their tally (facts_at): a copy none of whose
  * records the program read was useless, whether it prefetched nothing (it died of the data it
  * could not read: SQLite's page check, GNU ld's object headers) or prefetched wrongly (pointer
  * chasing). The stall at file ST that judges it passes without a new copy with STALL_PASSES
  * (counted against the back-off, backoff.h). Returns the mode of the next copy (trust.h). */
-static bool judge_copy(struct specx_tally t, const struct stat *st, bool stall_passes)
+static bool judge_copy(const struct specx_stream *s, struct specx_tally t, const struct stat *st,
+                       bool stall_passes)
 {
     bool next_dry = specx_trust_judge(t);
     if (t.hits > 0)
         SPECX_COUNT(spec_judged_useful, 1);
-    struct specx_judgment judged = { copy_dev, copy_ino, t.hits > 0 };
+    struct specx_judgment judged = { s->dev, s->ino, t.hits > 0 };
     if (specx_backoff_settle(&judged, (uint64_t)st->st_dev, (uint64_t)st->st_ino, stall_passes)) {
         __atomic_fetch_or(&specx.slot->flags, SPECX_SLOT_NEVER_PREDICTED, __ATOMIC_RELAXED);
         specx_log("pid %d: %u copies in a row predicted no read: no more copies", specx.pid,
                   SPECX_RETIRE_AFTER);
     }
-    specx_log("pid %d: %s copy judged: %u predictions read, %u not", specx.pid,
-              copy_dry ? "dry" : "live", t.hits, t.misses);
+    specx_log("pid %d: %s copy of stream %u judged: %u predictions read, %u not", specx.pid,
+              s->dry ? "dry" : "live", index_of(s), t.hits, t.misses);
     return next_dry;
 }
 
 #define DYING (sizeof specx.dying / sizeof specx.dying[0])
 
 /* Reaps the killed copies that have died by now (with WAIT, all of them, once they die) and,
- * with COPY, the copy if it has ended by itself (its pid then becomes 0): one call for all. */
-static void reap(bool copy, bool wait)
+ * with S, the copy of S if it has ended by itself (it is then forgotten): one call for all. */
+static void reap(struct specx_stream *s, bool wait)
 {
-    SPECX_COUNT(spec_ended, specx_copy_reap(copy ? &specx.copy : NULL, specx.dying, DYING, wait));
+    SPECX_COUNT(spec_ended, specx_copy_reap(s ? &s->copy : NULL, specx.dying, DYING, wait));
+    if (s && s->copy.pid <= 0)
+        forget_copy(s);
 }
 
 /* Whether the program's memory is bounded (a memory cgroup limit: running/memory_watch.h).
@@ -105,13 +126,13 @@ static bool memory_bounded(void)
  * the program must not wait for that. The raw clone has exit signal 0: only __WALL reaps it.
  * Its memory is given back at once where memory is bounded, or the memory control asks
  * (STOPPED_FOR_MEMORY: it stopped speculation). */
-static void kill_copy(bool stopped_for_memory)
+static void kill_copy(struct specx_stream *s, bool stopped_for_memory)
 {
-    struct specx_copy_ref copy = specx.copy;
-    specx.copy = (struct specx_copy_ref){ 0 };
+    struct specx_copy_ref copy = s->copy;
     if (copy.pid <= 0)
         return;
     enum specx_copy_end end = specx_copy_end(copy, memory_bounded() || stopped_for_memory);
+    forget_copy(s); /* after the kill: the copy runs no instruction after it */
     if (end != SPECX_COPY_GONE && stopped_for_memory)
         specx_memory_given_back();
     if (end != SPECX_COPY_DYING) {
@@ -124,7 +145,7 @@ static void kill_copy(bool stopped_for_memory)
                 specx.dying[i] = copy;
                 return;
             }
-        reap(false, true);
+        reap(NULL, true);
     }
 }
 
@@ -159,11 +180,13 @@ static void manage_end(void)
     __atomic_store_n(&specx.manager, 0, __ATOMIC_RELEASE);
 }
 
+/* Stops every copy of the process. */
 static void stop_copy(void)
 {
-    if (specx.copy.pid > 0)
-        kill_copy(specx_memory_stopped());
-    reap(false, true);
+    bool stopped_for_memory = specx_memory_stopped();
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        kill_copy(&specx.stream[k], stopped_for_memory);
+    reap(NULL, true);
 }
 
 /* An exec from a signal handler that interrupted this thread's own management of the copy
@@ -215,10 +238,10 @@ static void disable_speculation(enum specx_slot_flag why)
 /* A speculative process that ended by itself (it ran to the program's end, §4.1.3, or died of
  * the garbage it read in place of data not in memory) is reaped at the next stall, with the
  * killed ones that have died by now; returns whether the copy still runs. */
-static bool copy_still_running(void)
+static bool copy_still_running(struct specx_stream *s)
 {
-    reap(true, false);
-    return specx.copy.pid > 0;
+    reap(s, false);
+    return s->copy.pid > 0;
 }
 
 /* A copy the program stopped waiting for (READY_TIMEOUT_NS) may still be entering its
@@ -226,16 +249,17 @@ static bool copy_still_running(void)
  * ld's 560 objects on FUSE, longer than the program goes between stalls. Killing and
  * re-creating it at each stall would only start that over (and cost the program a clone and
  * the wait each time): it is left to get going. */
-static bool copy_entering(void)
+static bool copy_entering(const struct specx_stream *s)
 {
-    return __atomic_load_n(&specx.ctl->ready, __ATOMIC_ACQUIRE) != specx.ctl->generation &&
-           specx_now_ns() - copy_born_ns < ENTRY_LIMIT_NS;
+    const struct specx_stream_ctl *ctl = ctl_of(s);
+    return __atomic_load_n(&ctl->ready, __ATOMIC_ACQUIRE) != ctl->generation &&
+           specx_now_ns() - s->born_ns < ENTRY_LIMIT_NS;
 }
 
 /* A copy that cannot complete its sandbox ends before it runs any program code. */
 static _Noreturn void fail_to_enter(void)
 {
-    specx_control_report_ready(specx.ctl, SPECX_READY_FAILED);
+    specx_control_report_ready(specx_control_own_stream(), SPECX_READY_FAILED);
     _exit(127);
 }
 
@@ -246,7 +270,10 @@ static _Noreturn void fail_to_enter(void)
 static void become_speculative(pid_t program)
 {
     specx.role = SPECX_ROLE_SPEC;
-    specx.copy = (struct specx_copy_ref){ 0 };
+    memset(specx.stream, 0, sizeof specx.stream); /* the program's copies, not its own */
+    struct specx_stream_ctl *own = specx_control_own_stream();
+    /* Alive, before its timers can take the memory control's lock (memory_watch.c). */
+    __atomic_store_n(&own->copy_pid, (int32_t)getpid(), __ATOMIC_RELAXED);
     specx_raw_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != program)
         _exit(0);
@@ -266,9 +293,9 @@ static void become_speculative(pid_t program)
     if (specx_sandbox_snapshot(keep, sizeof keep / sizeof keep[0], &copied_shared) < 0)
         fail_to_enter();
     if (copied_shared)
-        __atomic_store_n(&specx.ctl->snapshot_late, 1, __ATOMIC_RELAXED);
-    specx_control_report_snapshot(specx.ctl, specx.ctl->generation);
-    if (specx_sandbox_seal(&specx.ctl->passed) < 0)
+        __atomic_store_n(&own->snapshot_late, 1, __ATOMIC_RELAXED);
+    specx_control_report_snapshot(own, own->generation);
+    if (specx_sandbox_seal(&own->passed) < 0)
         fail_to_enter();
     /* Sealed: a signal that came since the clone (one aimed at the program's process group
      * before setpgid, one sent to every process of the program's name) runs its handler
@@ -276,17 +303,17 @@ static void become_speculative(pid_t program)
     pthread_sigmask(SIG_SETMASK, &mask_at_clone, NULL);
     if (specx_lazy_attach(&lazy_set) < 0)
         fail_to_enter();
-    specx_control_report_ready(specx.ctl, specx.ctl->generation);
+    specx_control_report_ready(own, own->generation);
     specx_fault_speculation_begin(program);
 }
 
 /* The copy only uses what the program leaves idle (§4.1.3): the CPU when nothing else is
  * runnable, the disk in the idle I/O class. */
-static void demote_copy(void)
+static void demote_copy(const struct specx_stream *s)
 {
     struct sched_param idle = { 0 };
-    sched_setscheduler(specx.copy.pid, SCHED_IDLE, &idle);
-    specx_ioprio_set(specx.copy.pid, IOPRIO_CLASS_IDLE, 0);
+    sched_setscheduler(s->copy.pid, SCHED_IDLE, &idle);
+    specx_ioprio_set(s->copy.pid, IOPRIO_CLASS_IDLE, 0);
 }
 
 /* Threads made inside libc (C11 thrd_create, SIGEV_THREAD timers) or by a library constructor
@@ -298,19 +325,36 @@ static bool single_threaded(void)
     return stat("/proc/self/task", &task) == 0 && task.st_nlink == 3;
 }
 
+/* The report's peak of copies running at once in this process (one per stream). */
+static void count_copies_running(void)
+{
+    uint64_t running = 0;
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        running += specx.stream[k].copy.pid > 0;
+    uint64_t peak = __atomic_load_n(&specx.slot->copies_peak, __ATOMIC_RELAXED);
+    while (running > peak &&
+           !__atomic_compare_exchange_n(&specx.slot->copies_peak, &peak, running, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 /* Clones the program as it is now; with --refork=fast its large anonymous regions are left
  * out and filled in the copy on demand (lazy_memory.h, §5.1-5.2), but only while the program
  * has one thread: MADV_DONTFORK is the process's, and another thread's fork in the meantime
  * would give its child holes where the program has memory. Returns true in the speculative
  * process. */
-static bool clone_speculative(bool dry)
+static bool clone_speculative(struct specx_stream *s, bool dry)
 {
-    struct specx_control *ctl = specx.ctl;
+    struct specx_stream_ctl *ctl = ctl_of(s);
     ctl->ready = 0;
     if (++ctl->generation == SPECX_READY_FAILED || ctl->generation == 0)
         ctl->generation = 1;
-    specx.issued_at_start = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
-    copy_dry = dry;
+    s->issued_at_start = __atomic_load_n(&ctl->issued, __ATOMIC_ACQUIRE);
+    s->dry = dry;
+    /* Who reads its records is counted from here (followed_alone). */
+    ctl->owner = (unsigned long)pthread_self();
+    __atomic_store_n(&ctl->owner_read, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctl->others_read, 0, __ATOMIC_RELAXED);
     pid_t program = getpid();
     /* Every signal is blocked from here: in the program while regions are left out of its
      * forks (a handler that forked meanwhile would give its child holes), in the copy until
@@ -334,6 +378,7 @@ static bool clone_speculative(bool dry)
     pid_t thread = (pid_t)specx_raw_syscall(SYS_gettid);
     long pid = specx_raw_syscall(SYS_clone, (unsigned long)CLONE_FILES, NULL, NULL, NULL, 0UL);
     if (pid == 0) {
+        specx.own_stream = index_of(s);
         if (specx_detach_fds() < 0)
             fail_to_enter();
         specx_control_report_detached(ctl, ctl->generation);
@@ -349,11 +394,13 @@ static bool clone_speculative(bool dry)
     SPECX_COUNT(refork_fast, lazy_set.n > 0);
     if (pid < 0)
         return false;
-    specx.copy = (struct specx_copy_ref){ (pid_t)pid, specx_process_start_time((pid_t)pid) };
-    copy_thread = specx.manager; /* this thread: only the manager clones */
+    s->copy = (struct specx_copy_ref){ (pid_t)pid, specx_process_start_time((pid_t)pid) };
+    __atomic_store_n(&ctl->copy_pid, (int32_t)pid, __ATOMIC_RELAXED);
+    s->thread = specx.manager; /* this thread: only the manager clones */
     SPECX_COUNT(spec_created, 1);
-    if (copy_dry)
+    if (s->dry)
         SPECX_COUNT(spec_dry, 1);
+    count_copies_running();
     return false;
 }
 
@@ -374,7 +421,10 @@ static struct specx_file_range own_read(const struct specx_stall *stall)
  * privatizes its shared memory first (sandbox.h) and the program goes on once it has. */
 static bool snapshot_taken_late(void)
 {
-    return __atomic_load_n(&specx.ctl->snapshot_late, __ATOMIC_RELAXED) != 0;
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        if (__atomic_load_n(&specx.ctl->stream[k].snapshot_late, __ATOMIC_RELAXED))
+            return true;
+    return false;
 }
 
 /* Waits for the new process to start, in one call (core/control.h): first until it let go of
@@ -386,7 +436,7 @@ static bool snapshot_taken_late(void)
  * taken in the sandbox (snapshot_taken_late). The copy is born once it let go. Returns whether
  * a copy runs (sandboxed by now, or still entering). STALL: the read the program goes on with
  * (NULL: none, the wait is not preemptible). */
-static bool copy_started(const struct specx_stall *stall)
+static bool copy_started(struct specx_stream *s, const struct specx_stall *stall)
 {
     struct specx_file_range own = stall ? own_read(stall) : (struct specx_file_range){ 0 };
     const struct specx_start_wait wait = {
@@ -395,14 +445,14 @@ static bool copy_started(const struct specx_stall *stall)
         .own_read = stall ? &own : NULL,
         .slice_ns = READY_SLICE_NS,
     };
-    struct specx_start start = specx_control_start(specx.ctl, specx.issued_at_start, &wait);
-    copy_born_ns = start.detached_ns;
+    struct specx_start start = specx_control_start(ctl_of(s), s->issued_at_start, &wait);
+    s->born_ns = start.detached_ns;
     if (start.ready != SPECX_READY_FAILED) {
-        demote_copy();
+        demote_copy(s);
         return true;
     }
-    SPECX_COUNT(spec_ended, specx_copy_reap(&specx.copy, NULL, 0, true));
-    specx.copy = (struct specx_copy_ref){ 0 };
+    SPECX_COUNT(spec_ended, specx_copy_reap(&s->copy, NULL, 0, true));
+    forget_copy(s);
     SPECX_COUNT(spec_failed, 1);
     disable_speculation(SPECX_SLOT_SANDBOX_FAILED);
     specx_log("cannot sandbox the speculative process; speculation off for pid %d", specx.pid);
@@ -464,9 +514,9 @@ static bool copy_forbidden(void)
 /* The memory control stopped speculation (running/memory_watch.h): no copy, and none left. */
 static void stop_for_memory(void)
 {
-    reap(false, false);
-    if (specx.copy.pid > 0)
-        kill_copy(true);
+    reap(NULL, false);
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        kill_copy(&specx.stream[k], true);
 }
 
 bool specx_copy_watch_memory(void)
@@ -480,14 +530,16 @@ bool specx_copy_watch_memory(void)
     return stopped;
 }
 
-/* What the prefetch log says of the copy at STALL (in file ST): the view the read path took as
- * it matched the read, unless it took none or took it of an earlier copy (another thread
- * replaced it meanwhile). */
-static struct specx_log_view log_view(const struct specx_stall *stall, const struct stat *st)
+/* What the prefetch log says of the copy of S at STALL (in file ST): the view the read path
+ * took as it matched the read, unless it took none, or took it of another stream or of an
+ * earlier copy (another thread replaced it meanwhile). */
+static struct specx_log_view log_view(const struct specx_stream *s,
+                                      const struct specx_stall *stall, const struct stat *st)
 {
-    if (stall->log_seen && stall->log.from == specx.issued_at_start)
+    if (stall->log_seen && stall->log.stream == index_of(s) &&
+        stall->log.from == s->issued_at_start)
         return stall->log;
-    return specx_log_view(specx.ctl, specx.issued_at_start, (uint64_t)st->st_dev,
+    return specx_log_view(ctl_of(s), s->issued_at_start, (uint64_t)st->st_dev,
                           (uint64_t)st->st_ino, stall->off, stall->len);
 }
 
@@ -497,27 +549,69 @@ static struct specx_log_view log_view(const struct specx_stall *stall, const str
  * a copy made at the last wait may not have reached that far yet. A dry copy that predicted the
  * stall is on track; it is replaced by a live one (promoted) once its predictions have earned
  * the process's trust. */
-static struct specx_stall_view view_of_copy(const struct specx_log_view *log, bool running,
+static struct specx_stall_view view_of_copy(const struct specx_stream *s,
+                                            const struct specx_log_view *log, bool running,
                                             bool arrived)
 {
-    struct specx_stall_view v = { .running = running, .dry = copy_dry, .arrived = arrived };
-    v.entering = running && copy_entering();
+    struct specx_stall_view v = { .running = running, .dry = s->dry, .arrived = arrived };
+    v.entering = running && copy_entering(s);
     if (v.entering)
         return v; /* left to get going, whatever else holds */
     v.on_track = log->predicted;
-    v.earned = running && copy_dry && specx_trust_earned(log->on_track);
-    v.other_thread = specx.manager != copy_thread;
+    v.earned = running && s->dry && specx_trust_earned(log->on_track);
+    v.other_thread = specx.manager != s->thread;
     return v;
+}
+
+/* Whether a thread other than the copy's own has read a record of the copy of S: then the
+ * copy serves a pool's threads, and their stalls say as much of it as its own thread's. */
+static bool read_by_others(const struct specx_stream *s)
+{
+    return __atomic_load_n(&ctl_of(s)->others_read, __ATOMIC_RELAXED) != 0;
+}
+
+/* Whether no running copy's predictions were read by a thread other than its own: each copy
+ * follows one thread's stream of reads, as in a program whose threads each read their own
+ * files. A pool whose threads take work from one queue reads its copy's records from every
+ * thread; there one copy serves all (docs/design/read-path.md). */
+static bool copies_follow_their_threads(void)
+{
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        if (specx.stream[k].copy.pid > 0 && read_by_others(&specx.stream[k]))
+            return false;
+    return true;
+}
+
+/* Whether the copy of S has shown that it follows its own thread alone: STREAM_EVIDENCE of
+ * its records read by that thread, none by another, nor any other copy's by a thread not its
+ * own. */
+static bool followed_alone(const struct specx_stream *s)
+{
+    return __atomic_load_n(&ctl_of(s)->owner_read, __ATOMIC_RELAXED) >= STREAM_EVIDENCE &&
+           !read_by_others(s) && copies_follow_their_threads();
+}
+
+/* Whether the stall F describes is another thread's, on a read the copy of S did not predict,
+ * where that copy has shown it follows its own thread alone: the stall belongs to another
+ * stream of reads and says nothing of the copy. A running copy it neither replaces nor
+ * promotes (a clone of this thread, which the copy's thread's reads would not follow); one that
+ * ended is judged by what its own thread read of it, its records not reached yet left out.
+ * Until a copy has shown it, another thread's stall is judged as any (policy/stall.h): in a
+ * pool, other threads read the copy's records within a few files. */
+static bool another_streams_stall(const struct specx_stream *s, const struct specx_stall_facts *f)
+{
+    return f->had_copy && f->copy.other_thread && !f->copy.on_track && followed_alone(s);
 }
 
 /* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
  * acting on it needs: the file (ST) and the tally a judgment of the copy would rest on (TALLY):
  * its records not reached yet count as misses only if the program stalled somewhere the copy
- * did not predict (then it diverged, and they will not be read).
+ * did not predict (then it diverged, and they will not be read), on its own stream.
  * Looked at in the order the decision needs it, and no further than it needs: nothing once
  * speculation may not run or the memory control stopped it. Where it may run, a read from a
  * file's start is started at once, whatever the decision (start_own_read). */
-static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool arrived,
+static struct specx_stall_facts facts_at(struct specx_stream *s,
+                                         const struct specx_stall *stall, bool arrived,
                                          struct stat *st, struct specx_tally *tally)
 {
     struct specx_stall_facts f = { .allowed = may_create_copy() };
@@ -528,13 +622,13 @@ static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool a
         *st = (struct stat){ 0 };
     if (stall->off == 0 && !arrived)
         start_own_read(stall, st);
-    f.had_copy = specx.copy.pid > 0;
-    bool running = copy_still_running();
-    struct specx_judgment judged = { copy_dev, copy_ino, false };
+    f.had_copy = s->copy.pid > 0;
+    bool running = copy_still_running(s);
+    struct specx_judgment judged = { s->dev, s->ino, false };
     if (f.had_copy) {
-        struct specx_log_view log = log_view(stall, st);
-        f.copy = view_of_copy(&log, running, arrived);
-        *tally = f.copy.on_track ? log.on_track : log.diverged;
+        struct specx_log_view log = log_view(s, stall, st);
+        f.copy = view_of_copy(s, &log, running, arrived);
+        *tally = f.copy.on_track || another_streams_stall(s, &f) ? log.on_track : log.diverged;
         judged.useful = tally->hits > 0;
     }
     f.backing_off = specx_backoff_would_skip((uint64_t)st->st_dev, (uint64_t)st->st_ino,
@@ -542,27 +636,27 @@ static struct specx_stall_facts facts_at(const struct specx_stall *stall, bool a
     return f;
 }
 
-/* Clones a new copy at STALL (in file ST), the running one (SYNC) killed first, dry or live
- * (DRY, trust.h). ARRIVED: its data is in memory already (the program has just waited for the
- * kernel's readahead, specx_copy_after_wait), so there is no read of its own to start and
- * nothing to hide the clone behind. Returns true in the new copy. */
-static bool clone_at(const struct specx_stall *stall, const struct stat *st, bool arrived,
-                     bool sync, bool dry)
+/* Clones a new copy into stream S at STALL (in file ST), its running one (SYNC) killed
+ * first, dry or live (DRY, trust.h). ARRIVED: its data is in memory already (the program has
+ * just waited for the kernel's readahead, specx_copy_after_wait), so there is no read of its
+ * own to start and nothing to hide the clone behind. Returns true in the new copy. */
+static bool clone_at(struct specx_stream *s, const struct specx_stall *stall,
+                     const struct stat *st, bool arrived, bool sync, bool dry)
 {
     if (stall->off != 0 && !arrived)
         start_own_read(stall, st);
     if (copy_forbidden()) {
         if (sync && specx.role == SPECX_ROLE_NORMAL)
-            kill_copy(false); /* it was to be replaced: it diverged */
+            kill_copy(s, false); /* it was to be replaced: it diverged */
         return false;
     }
-    copy_dev = (uint64_t)st->st_dev;
-    copy_ino = (uint64_t)st->st_ino;
+    s->dev = (uint64_t)st->st_dev;
+    s->ino = (uint64_t)st->st_ino;
     uint64_t t0 = specx_now_ns();
     SPECX_COUNT(refork_attempts, 1);
     if (sync) {
         SPECX_COUNT(sync_attempts, 1);
-        kill_copy(false);
+        kill_copy(s, false);
     }
     /* Preemptible refork (§5.1): with its data in already, the program would only wait for
      * the clone; it goes on, and the next stall reforks. */
@@ -572,21 +666,21 @@ static bool clone_at(const struct specx_stall *stall, const struct stat *st, boo
         return false;
     }
     pid_t program = getpid();
-    if (clone_speculative(dry)) {
+    if (clone_speculative(s, dry)) {
         become_speculative(program);
         return true;
     }
-    bool cloned = specx.copy.pid > 0;
-    bool started = cloned && copy_started(stall);
+    bool cloned = s->copy.pid > 0;
+    bool started = cloned && copy_started(s, stall);
     /* The refork ends once the copy let go of the program's descriptors (copy_started). */
-    uint64_t t_clone = cloned ? copy_born_ns : specx_now_ns();
+    uint64_t t_clone = cloned ? s->born_ns : specx_now_ns();
     SPECX_COUNT(refork_ns, t_clone - t0);
-    SPECX_COUNT(refork_completed, started && !copy_entering());
+    SPECX_COUNT(refork_completed, started && !copy_entering(s));
     SPECX_COUNT(refork_wait_ns, specx_now_ns() - t_clone);
     if (started)
-        specx_log("pid %d: %s speculative process %d %s at fd %d offset %llu%s, ready in %llu us",
-                  specx.pid, copy_dry ? "dry" : "live", specx.copy.pid,
-                  sync ? "synchronized" : "created", stall->fd,
+        specx_log("pid %d: %s speculative process %d of stream %u %s at fd %d offset %llu%s, "
+                  "ready in %llu us", specx.pid, s->dry ? "dry" : "live", s->copy.pid,
+                  index_of(s), sync ? "synchronized" : "created", stall->fd,
                   (unsigned long long)stall->off, arrived ? " after a readahead wait" : "",
                   (unsigned long long)(specx_now_ns() - t_clone) / 1000);
     if (sync) {
@@ -596,13 +690,59 @@ static bool clone_at(const struct specx_stall *stall, const struct stat *st, boo
     return false;
 }
 
-/* A stall at STALL, classified once (policy/stall.h) and acted on. Returns true in a new copy. */
+/* The stream of the copy of the stalled thread (the manager), if it has one beside the first;
+ * else the first, which any thread's stall may manage (docs/design/read-path.md). */
+static struct specx_stream *stream_of_stalled_thread(void)
+{
+    for (unsigned k = 1; k < SPECX_STREAMS; k++)
+        if (specx.stream[k].copy.pid > 0 && specx.stream[k].thread == specx.manager)
+            return &specx.stream[k];
+    return &specx.stream[0];
+}
+
+/* A stream beside the first without a copy: one never used, or one whose copy has ended (its
+ * thread exited, and the copy with it). NULL if there is none. */
+static struct specx_stream *free_stream(void)
+{
+    for (unsigned k = 1; k < SPECX_STREAMS; k++) {
+        struct specx_stream *s = &specx.stream[k];
+        if (s->copy.pid <= 0 || !copy_still_running(s))
+            return s;
+    }
+    return NULL;
+}
+
+/* Whether another stream's stall (another_streams_stall) deserves a copy of its own in a
+ * stream beside the first: a real stall (not a wait for readahead) with no back-off on its
+ * file, the first stream's copy past entering. */
+static bool stream_of_its_own(const struct specx_stall_facts *f)
+{
+    return !f->copy.entering && !f->copy.arrived && !f->backing_off;
+}
+
+/* A stall of a thread in a stream of its own that the first's copy does not serve: a copy in
+ * a free stream, the first of its kind there (trust and back-off are the process's). With
+ * every stream taken, the thread's read goes on unaided. */
+static bool clone_in_new_stream(const struct specx_stall *stall, const struct stat *st)
+{
+    struct specx_stream *s = free_stream();
+    if (!s)
+        return false;
+    SPECX_COUNT(stream_copies, 1);
+    return clone_at(s, stall, st, false, false, specx_trust_next_dry());
+}
+
+/* A stall at STALL, classified once (policy/stall.h) for the stalled thread's stream and acted
+ * on. Returns true in a new copy. */
 static bool copy_at(const struct specx_stall *stall, bool arrived)
 {
+    struct specx_stream *s = stream_of_stalled_thread();
     struct stat st;
     struct specx_tally tally = { 0, 0 };
-    struct specx_stall_facts f = facts_at(stall, arrived, &st, &tally);
-    bool running = specx.copy.pid > 0; /* facts_at forgot it if the copy had ended */
+    struct specx_stall_facts f = facts_at(s, stall, arrived, &st, &tally);
+    bool running = s->copy.pid > 0; /* facts_at forgot it if the copy had ended */
+    if (s == &specx.stream[0] && f.copy.running && another_streams_stall(s, &f))
+        return stream_of_its_own(&f) && clone_in_new_stream(stall, &st);
     switch (specx_stall_decide(&f)) {
     case SPECX_STALL_IGNORE:
     case SPECX_STALL_KEEP:
@@ -612,15 +752,15 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
         return false;
     case SPECX_STALL_BACK_OFF: /* the stall is counted against the back-off */
         if (f.had_copy)
-            judge_copy(tally, &st, true);
+            judge_copy(s, tally, &st, true);
         else
             specx_backoff_settle(NULL, (uint64_t)st.st_dev, (uint64_t)st.st_ino, true);
         if (running)
-            kill_copy(false); /* diverged, none of its predictions read: not worth a new copy */
+            kill_copy(s, false); /* diverged, none of its predictions read: not worth a new one */
         return false;
     case SPECX_STALL_COPY:
-        return clone_at(stall, &st, arrived, running,
-                        f.had_copy ? judge_copy(tally, &st, false) : specx_trust_next_dry());
+        return clone_at(s, stall, &st, arrived, running,
+                        f.had_copy ? judge_copy(s, tally, &st, false) : specx_trust_next_dry());
     }
     return false;
 }
@@ -660,7 +800,8 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
         stop_for_memory();
         return false;
     }
-    if (copy_still_running() || specx_backoff_retired())
+    struct specx_stream *s = &specx.stream[0];
+    if (copy_still_running(s) || specx_backoff_retired())
         return false;
     struct stat st;
     if (fstat(fd, &st) < 0)
@@ -669,16 +810,16 @@ static bool copy_on_mapping(void *addr, int fd, uint64_t len)
                       MADV_POPULATE_READ);
     if (copy_forbidden())
         return false;
-    copy_dev = (uint64_t)st.st_dev;
-    copy_ino = (uint64_t)st.st_ino;
+    s->dev = (uint64_t)st.st_dev;
+    s->ino = (uint64_t)st.st_ino;
     pid_t program = getpid();
-    if (clone_speculative(specx_trust_next_dry())) {
+    if (clone_speculative(s, specx_trust_next_dry())) {
         become_speculative(program);
         return true;
     }
-    if (specx.copy.pid > 0 && copy_started(NULL))
+    if (s->copy.pid > 0 && copy_started(s, NULL))
         specx_log("pid %d: %s speculative process %d created at a mapping of fd %d", specx.pid,
-                  copy_dry ? "dry" : "live", specx.copy.pid, fd);
+                  s->dry ? "dry" : "live", s->copy.pid, fd);
     return false;
 }
 

@@ -83,11 +83,15 @@ static void fetch_flush(struct fetch *f)
         specx_copy_end_itself();
     }
     bool dry = specx_trust_dry();
-    if (dry && specx_log_pending(specx.ctl, f->st->st_dev, f->st->st_ino, off, len))
+    struct specx_stream_ctl *stream = specx_control_own_stream();
+    if (dry && specx_log_pending(stream, f->st->st_dev, f->st->st_ino, off, len))
         return; /* predicted already: what "in flight" is to a live copy (trust.h) */
-    specx_horizon_wait(specx.ctl, specx.horizon, len,
-                       specx_horizon_memcg_bytes(specx_control_memory_limit(specx.ctl)));
-    specx_log_prefetch(specx.ctl, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
+    /* The bound on what copies keep outstanding where memory is limited is the process's,
+     * shared by the copies alive. */
+    unsigned live = specx_control_live_copies(specx.ctl);
+    uint64_t max_bytes = specx_horizon_memcg_bytes(specx_control_memory_limit(specx.ctl));
+    specx_horizon_wait(stream, specx.horizon, len, live > 1 ? max_bytes / live : max_bytes);
+    specx_log_prefetch(stream, f->st->st_dev, f->st->st_ino, off, len, specx_now_ns(), dry);
     if (dry) { /* a copy on probation only predicts (trust.h) */
         SPECX_COUNT(spec_predictions, 1);
         return;

@@ -27,16 +27,34 @@ struct specx_copy_ref {
     uint64_t start;
 };
 
+/* How many copies one process may have at once: one per stream of reads, a thread whose
+ * reads the copy of another thread does not predict (copy/copy.c, docs/design/read-path.md).
+ * Each is a process of the program's size in pages shared copy-on-write, a clone in the
+ * stalled thread's time and a share of the idle CPU; four covers the readers whose threads
+ * each read their own files on the machines specx runs on, two to eight cores, and keeps
+ * what copies cost a process within four times one copy's. */
+#define SPECX_STREAMS 4u
+
+/* A copy as the program manages it (copy/copy.c); stream 0 is the process's first. */
+struct specx_stream {
+    struct specx_copy_ref copy; /* pid 0 if none */
+    pid_t thread;               /* the program's thread it is a clone of */
+    uint32_t issued_at_start;   /* its log's position when it started */
+    uint64_t dev, ino;          /* the file of the stall that created it */
+    uint64_t born_ns;           /* when it let go of the program's descriptors */
+    bool dry;                   /* it only predicts (trust.h) */
+};
+
 struct specx_state {
     enum specx_role role;
     bool spec_allowed;   /* may this process speculate (not disabled, sandbox ready, ...) */
     bool verbose;
     bool memory_control; /* the §6.1 control may stop speculation (running/memory_watch.h) */
     pid_t pid;           /* the process this state belongs to (a vfork child is not it) */
-    struct specx_copy_ref copy; /* its speculative process (its copy); pid 0 if none */
-    pid_t manager;       /* the thread managing the copy now (copy/copy.c), 0 if none */
+    struct specx_stream stream[SPECX_STREAMS]; /* its speculative processes (its copies) */
+    unsigned own_stream; /* in a copy: its stream, whose log it writes */
+    pid_t manager;       /* the thread managing the copies now (copy/copy.c), 0 if none */
     struct specx_copy_ref dying[8]; /* killed copies not reaped yet (pid 0: free) */
-    uint32_t issued_at_start; /* prefetch log position when the current child started */
     unsigned horizon;    /* prefetches allowed outstanding beyond what the program consumed */
     struct specx_stats_slot *slot;
     struct specx_control *ctl; /* shared with the speculative process; NULL until needed */

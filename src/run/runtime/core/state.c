@@ -67,7 +67,7 @@ void specx_start_process(void)
     if (specx.slot)
         specx_stats_release(specx.slot);
     specx.pid = getpid();
-    specx.copy = (struct specx_copy_ref){ 0 };
+    memset(specx.stream, 0, sizeof specx.stream);
     specx.manager = 0; /* in a forked child, the manager may have been a thread it lost */
     __atomic_store_n(&calls_in_flight, calls_here, __ATOMIC_SEQ_CST); /* ... and so the others */
     memset(specx.dying, 0, sizeof specx.dying);

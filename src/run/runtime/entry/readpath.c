@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,17 +119,48 @@ static void adjust_readahead(int fd, const struct stat *st, bool served_by_spec,
     }
 }
 
+/* Whether any stream's log has records (ISSUED) or records the program has not reached
+ * (otherwise). */
+static bool prefetches_logged(bool issued)
+{
+    for (unsigned k = 0; specx.ctl && k < SPECX_STREAMS; k++) {
+        const struct specx_stream_ctl *stream = &specx.ctl->stream[k];
+        uint32_t n = __atomic_load_n(&stream->issued, __ATOMIC_ACQUIRE);
+        if (issued ? n != 0 : n != __atomic_load_n(&stream->passed, __ATOMIC_ACQUIRE))
+            return true;
+    }
+    return false;
+}
+
 static bool prefetches_issued(void)
 {
-    return specx.ctl && __atomic_load_n(&specx.ctl->issued, __ATOMIC_ACQUIRE);
+    return prefetches_logged(true);
 }
 
 /* Reads that are only timed cannot be matched against the prefetch log: a speculative
  * process's outstanding prefetches must have been reached (or a fresh process started). */
 static bool prefetches_outstanding(void)
 {
-    return specx.ctl && __atomic_load_n(&specx.ctl->issued, __ATOMIC_ACQUIRE) !=
-                            __atomic_load_n(&specx.ctl->passed, __ATOMIC_ACQUIRE);
+    return prefetches_logged(false);
+}
+
+static bool any_copy(void)
+{
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        if (specx.stream[k].copy.pid > 0)
+            return true;
+    return false;
+}
+
+/* The stream of the copy of the calling thread, if it has one; else the process's first
+ * (copy/copy.c). Its view is what a stall asks the log. */
+static unsigned stream_of_this_thread(void)
+{
+    unsigned long self = (unsigned long)pthread_self();
+    for (unsigned k = 1; k < SPECX_STREAMS; k++)
+        if (specx.stream[k].copy.pid > 0 && specx.ctl->stream[k].owner == self)
+            return k;
+    return 0;
 }
 
 /* Only while no speculative process exists: one that has caught up for a moment will go on
@@ -137,7 +169,7 @@ static bool prefetches_outstanding(void)
 static bool timing_only(void)
 {
     return __atomic_load_n(&hits_in_a_row, __ATOMIC_RELAXED) >= HITS_BEFORE_TIMING_ONLY &&
-           specx.copy.pid <= 0 && !prefetches_outstanding() && !specx_history_watching();
+           !any_copy() && !prefetches_outstanding() && !specx_history_watching();
 }
 
 static void count_hit_run(bool miss)
@@ -154,9 +186,13 @@ static void count_hit_run(bool miss)
 static void track_prefetches(struct specx_read *r, const struct stat *st,
                              struct specx_stall *stall)
 {
-    unsigned n = stall ? specx_log_consume_at_stall(specx.ctl, st->st_dev, st->st_ino, r->off,
-                                                    r->len, specx.issued_at_start, &stall->log)
-                       : specx_log_consume(specx.ctl, st->st_dev, st->st_ino, r->off, r->len);
+    unsigned long self = (unsigned long)pthread_self();
+    unsigned k = stall ? stream_of_this_thread() : 0;
+    unsigned n = stall ? specx_log_consume_at_stall(specx.ctl, self, st->st_dev, st->st_ino,
+                                                    r->off, r->len, k,
+                                                    specx.stream[k].issued_at_start, &stall->log)
+                       : specx_log_consume(specx.ctl, self, st->st_dev, st->st_ino, r->off,
+                                           r->len);
     if (stall)
         stall->log_seen = true;
     if (n && r->miss)
@@ -206,7 +242,7 @@ static bool after_wait(int fd)
  * the read after a wait for readahead on its descriptor (after_wait). */
 static bool stall_with_copy(const struct specx_read *r)
 {
-    return (r->miss || r->fd == waited_fd) && specx.copy.pid > 0;
+    return (r->miss || r->fd == waited_fd) && any_copy();
 }
 
 /* Whether the read misses is settled by one cachestat over the requested range: when every

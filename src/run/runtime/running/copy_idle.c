@@ -46,7 +46,7 @@ static void on_cpu_tick(int sig)
 static void on_wall_tick(int sig)
 {
     (void)sig;
-    bool parked = __atomic_load_n(&specx.ctl->parked, __ATOMIC_RELAXED);
+    bool parked = __atomic_load_n(&specx_control_own_stream()->parked, __ATOMIC_RELAXED);
     if (quiet_for(&wall_quiet, parked, SPECX_COPY_STUCK_TICKS)) {
         SPECX_COUNT(spec_stuck_ended, 1);
         specx_copy_end_itself();

@@ -40,8 +40,9 @@ struct reading {
     uint64_t refaults, limit_hits, shortage, removed, speculative_pages, copy_private_kb;
 };
 
-static struct reading read_now(const struct specx_memory_watch *w)
+static struct reading read_now(const struct specx_control *ctl)
 {
+    const struct specx_memory_watch *w = &ctl->memory;
     const struct specx_stats_slot *s = specx.slot;
     struct reading r = { 0 };
     specx_memcg_refaults(w->have_group ? &w->group : NULL, &r.refaults);
@@ -54,7 +55,10 @@ static struct reading read_now(const struct specx_memory_watch *w)
          __atomic_load_n(&s->fault_bytes, __ATOMIC_RELAXED)) / SPECX_PAGE_SIZE +
         __atomic_load_n(&s->lazy_pulled, __ATOMIC_RELAXED) +
         __atomic_load_n(&s->lazy_swap_prefetches, __ATOMIC_RELAXED);
-    r.copy_private_kb = __atomic_load_n(&w->copy_private_kb_now, __ATOMIC_RELAXED);
+    /* Every copy's private memory counts against the same budget. */
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        r.copy_private_kb += __atomic_load_n(&ctl->stream[k].copy_private_kb_now,
+                                             __ATOMIC_RELAXED);
     return r;
 }
 
@@ -77,10 +81,10 @@ void specx_memory_watch_find_group(struct specx_memory_watch *w)
 }
 
 /* The first interval of this process: start counting. */
-static void start_watching(struct specx_memory_watch *w, uint64_t now)
+static void start_watching(struct specx_control *ctl, uint64_t now)
 {
-    specx_memctl_init(&w->policy);
-    begin_interval(w, read_now(w), now);
+    specx_memctl_init(&ctl->memory.policy);
+    begin_interval(&ctl->memory, read_now(ctl), now);
 }
 
 /* Memory was full during the interval: the program's group hit its limit, or (without a
@@ -90,9 +94,10 @@ static bool was_full(const struct specx_memory_watch *w, struct reading r)
     return w->limit ? r.limit_hits != w->limit_hits : r.shortage != w->shortage;
 }
 
-static void end_interval(struct specx_memory_watch *w, uint64_t now)
+static void end_interval(struct specx_control *ctl, uint64_t now)
 {
-    struct reading r = read_now(w);
+    struct specx_memory_watch *w = &ctl->memory;
+    struct reading r = read_now(ctl);
     /* Pages speculation brought in: prefetched and pulled ones, and what the copy's own
      * memory grew by (copy-on-write pages; it is a level, and a new copy starts lower). */
     uint64_t grown_kb = r.copy_private_kb > w->copy_private_kb
@@ -130,23 +135,28 @@ static uint32_t holder_id(void)
     return copy_self ? (uint32_t)copy_self << 1 | 1u : (uint32_t)gettid() << 1;
 }
 
-/* A lock held by a copy other than the live one: that copy was killed (SIGKILL, or a crash)
+/* A lock held by a copy other than the live ones: that copy was killed (SIGKILL, or a crash)
  * while it ended an interval, and a killed process never runs another instruction of its own.
- * Left held, no interval would ever end again. The live copy is the caller itself in a copy,
- * and the one the program knows of in the program (which asks while it manages the copy). */
-static bool held_by_dead_copy(uint32_t held)
+ * Left held, no interval would ever end again. The live copies are those the program has not
+ * ended (their streams' copy_pid, which it clears as it ends one). */
+static bool held_by_dead_copy(const struct specx_control *ctl, uint32_t held)
 {
-    pid_t live = copy_self ? copy_self : specx.copy.pid;
-    return (held & 1u) && (pid_t)(held >> 1) != live;
+    if (!(held & 1u))
+        return false;
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        if (__atomic_load_n(&ctl->stream[k].copy_pid, __ATOMIC_RELAXED) == (pid_t)(held >> 1))
+            return false;
+    return true;
 }
 
-static bool lock_watch(struct specx_memory_watch *w)
+static bool lock_watch(struct specx_control *ctl)
 {
+    struct specx_memory_watch *w = &ctl->memory;
     uint32_t held = 0, me = holder_id();
     if (__atomic_compare_exchange_n(&w->lock, &held, me, false, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED))
         return true;
-    return held_by_dead_copy(held) &&
+    return held_by_dead_copy(ctl, held) &&
            __atomic_compare_exchange_n(&w->lock, &held, me, false, __ATOMIC_ACQUIRE,
                                        __ATOMIC_RELAXED);
 }
@@ -158,11 +168,11 @@ bool specx_memory_watch(void)
         return true;
     struct specx_memory_watch *w = &ctl->memory;
     uint64_t now = specx_now_ns();
-    if (now >= w->interval_end_ns && lock_watch(w)) {
+    if (now >= w->interval_end_ns && lock_watch(ctl)) {
         if (w->interval_end_ns == 0)
-            start_watching(w, now);
+            start_watching(ctl, now);
         else if (now >= w->interval_end_ns)
-            end_interval(w, now);
+            end_interval(ctl, now);
         __atomic_store_n(&w->lock, 0, __ATOMIC_RELEASE);
     }
     return !__atomic_load_n(&w->disabled, __ATOMIC_ACQUIRE);
@@ -210,7 +220,7 @@ static void note_copy_memory(void)
     if (!born_with_kb)
         born_with_kb = kb ? kb : 1;
     if (specx.ctl)
-        __atomic_store_n(&specx.ctl->memory.copy_private_kb_now,
+        __atomic_store_n(&specx_control_own_stream()->copy_private_kb_now,
                          kb > born_with_kb ? kb - born_with_kb : 0, __ATOMIC_RELAXED);
     uint64_t peak = __atomic_load_n(&specx.slot->copy_peak_kb, __ATOMIC_RELAXED);
     while (kb > peak && !__atomic_compare_exchange_n(&specx.slot->copy_peak_kb, &peak, kb, true,
