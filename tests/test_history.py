@@ -116,49 +116,6 @@ def test_the_second_run_is_served_by_what_the_first_read(home):
     assert second["served_reads"] + second["late_reads"] > 0, second
 
 
-# Reads the first 70 files, then waits; the first run (no marker yet) 4 s, the next at most
-# 2 s for the last file to come into memory (cachestat), printing whether it did; then the rest.
-PAUSE_THEN_READ = """import ctypes, os, sys, time
-marker, paths = sys.argv[1], sys.argv[2:]
-for p in paths[:70]:
-    open(p, 'rb').read()
-def resident(path):
-    fd = os.open(path, os.O_RDONLY)
-    span, stat = (ctypes.c_uint64 * 2)(0, 0), (ctypes.c_uint64 * 5)()
-    ctypes.CDLL(None, use_errno=True).syscall(451, fd, span, stat, 0)
-    os.close(fd)
-    return stat[0] > 0
-if not os.path.exists(marker):
-    time.sleep(4)
-    open(marker, 'w').close()
-else:
-    deadline = time.monotonic() + 2
-    while not resident(paths[-1]) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    print('resident' if resident(paths[-1]) else 'absent')
-for p in paths[70:]:
-    open(p, 'rb').read()
-"""
-
-
-def test_a_history_the_program_follows_is_brought_in_ahead_of_it(home):
-    """Once the program has read the history's first ranges in order, the replay runs ahead
-    as far as the budget lets it, not a fixed number of ranges ahead: while the program
-    pauses after 70 of 400 files, the last one comes in (it is hundreds of ranges ahead, and
-    its first run read it seconds later)."""
-    top, specx = home
-    paths = user_files(top, n=400, size=8192)
-    marker = top / "recorded"
-    for expected in (None, "resident"):
-        evict(*paths)
-        proc = specx("run", "--json", "-", "--", "python3", "-c", PAUSE_THEN_READ, marker,
-                     *paths)
-        assert proc.returncode == 0, proc.stderr
-        if expected:
-            assert proc.stdout.startswith(expected), proc.stdout[:2000]
-            assert history_json(proc.stdout[proc.stdout.index("{"):])["replayed"]
-
-
 def test_a_static_program_has_a_history_seen_from_outside(home, unprivileged_build):
     """A statically linked program (no runtime inside it: the supervisor serves it): its
     reads that wait are sampled from outside and kept; by default only kept (its replay

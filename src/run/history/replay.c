@@ -19,11 +19,6 @@
  * read, or what it first read this long after the point in time it has reached. */
 #define AHEAD_ENTRIES 256u
 #define AHEAD_NS (500ull * 1000000ull)
-/* Once the program has read this many of the history's ranges, and at least half of those up
- * to the furthest it reached, it is following the history: the replay then runs ahead as far
- * as the budget lets it, so that the device never waits for the program's progress while
- * ranges are left (docs/design/history.md). */
-#define FOLLOWING_READS 64u
 /* A range brought in counts as unused for the control once the program has gone this many
  * ranges past it without reading it, or, while the program reads none of the history (a
  * wrong one: another command's, other inputs), once it has waited this long. It may still
@@ -65,7 +60,6 @@ struct history_plan {
     uint32_t *table;           /* open addressing: file index + 1 by dev and ino */
     uint32_t table_size;
     uint32_t next, progress, pass_cursor;
-    uint32_t reads;            /* ranges the program has read */
     uint64_t progress_t_ns;    /* the history's time at the program's progress */
     uint64_t last_read_ns;     /* when the program last read a range of the history */
     uint64_t outstanding, budget;
@@ -219,7 +213,6 @@ static void read_entry(struct history_plan *p, uint32_t i, bool waited)
     if (e->read)
         return;
     e->read = true;
-    p->reads++;
     p->last_read_ns = specx_now_ns();
     const struct history_entry *he = &p->h->entries[i];
     if (i > p->progress || p->progress_t_ns == 0) {
@@ -392,17 +385,9 @@ static void bring_in(struct history_plan *p, uint32_t i)
     p->outstanding += he->len;
 }
 
-/* Whether the program reads what the history lists, in about its order. */
-static bool following(const struct history_plan *p)
-{
-    return p->reads >= FOLLOWING_READS && 2ull * p->reads >= (uint64_t)p->progress + 1;
-}
-
 /* Whether entry I is close enough ahead of the program to be brought in now. */
 static bool due(const struct history_plan *p, uint32_t i, uint64_t elapsed)
 {
-    if (following(p))
-        return true;
     uint64_t reached = p->progress_t_ns > elapsed ? p->progress_t_ns : elapsed;
     return i <= p->progress + AHEAD_ENTRIES || p->h->entries[i].t_ns <= reached + AHEAD_NS;
 }
