@@ -128,8 +128,8 @@ class GitLog(Workload):
     which git maps): the diff of each commit reads the blobs of both sides."""
     name = "git-log"
     description = "git log -p over a real repository's history (packs, mapped)"
-    version = 1
-    scales = {"full": {"commits": 700}, "demo": {"commits": 300}, "test": {"commits": 40}}
+    version = 2
+    scales = {"full": {"commits": 600}, "demo": {"commits": 300}, "test": {"commits": 40}}
 
     def unavailable(self, data_dir):
         if not shutil.which("git") or not _this_repository():
