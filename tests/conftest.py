@@ -93,6 +93,16 @@ def unprivileged_build():
         shutil.rmtree(top)
 
 
+@pytest.fixture
+def workdir():
+    """A scratch directory every user can traverse (tests run programs as other users on the
+    mounts they make in it), removed afterwards."""
+    d = tempfile.mkdtemp(prefix="specx-test-")
+    os.chmod(d, 0o755)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def run_specx(*args, check=False, timeout=120, input=None, prefix=(), exe=SPECX, **kw):
     """Runs `PREFIX EXE ARGS...` (EXE the built specx unless told; PREFIX: a command that execs what follows, as unshare
     does) and returns the CompletedProcess (text mode). Past TIMEOUT the whole process group

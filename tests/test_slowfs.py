@@ -9,10 +9,8 @@ import os
 import pathlib
 import pwd
 import random
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -36,15 +34,6 @@ def mount_points():
 
 def sha256(path):
     return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
-
-
-@pytest.fixture
-def workdir():
-    """A scratch directory every user can traverse (the ownership test runs as nobody)."""
-    d = tempfile.mkdtemp(prefix="specx-slowfs-test-")
-    os.chmod(d, 0o755)
-    yield pathlib.Path(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def make_tree(root):

@@ -6,9 +6,7 @@ import json
 import math
 import os
 import pathlib
-import shutil
 import subprocess
-import tempfile
 
 import pytest
 
@@ -19,14 +17,6 @@ pytestmark = pytest.mark.root
 NFS = ("--preset", "nfs")
 RTT_S = 0.0002  # the nfs preset's cost of one metadata request
 OPS = ("lookup", "open", "readdir", "readlink")
-
-
-@pytest.fixture
-def workdir():
-    d = tempfile.mkdtemp(prefix="specx-slowfs-meta-")
-    os.chmod(d, 0o755)
-    yield pathlib.Path(d)
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def stats(mnt):

@@ -40,11 +40,15 @@ class Du(Workload):
     def touch_paths(self, root, params):
         return [os.path.join(root, "tree")]
 
+    def argv(self, tree):
+        return ["du", "-s", tree]
+
     def command(self, root, params, scratch):
-        return Command(["du", "-s", os.path.join(root, "tree")])
+        return Command(self.argv(os.path.join(root, "tree")))
 
     def tool_versions(self):
-        return {"du": first_line(["du", "--version"])}
+        program = self.argv("")[0]
+        return {program: first_line([program, "--version"])}
 
 
 class Find(Du):
@@ -53,11 +57,8 @@ class Find(Du):
     dataset = "du"
     description = "find -size over a tree of many small files (a metadata device: --preset nfs)"
 
-    def command(self, root, params, scratch):
-        return Command(["find", os.path.join(root, "tree"), "-size", "+1000k"])
-
-    def tool_versions(self):
-        return {"find": first_line(["find", "--version"])}
+    def argv(self, tree):
+        return ["find", tree, "-size", "+1000k"]
 
 
 class LsLR(Du):
@@ -66,11 +67,8 @@ class LsLR(Du):
     dataset = "du"
     description = "ls -lR over a tree of many small files (a metadata device: --preset nfs)"
 
-    def command(self, root, params, scratch):
-        return Command(["ls", "-lR", os.path.join(root, "tree")])
-
-    def tool_versions(self):
-        return {"ls": first_line(["ls", "--version"])}
+    def argv(self, tree):
+        return ["ls", "-lR", tree]
 
 
 def tree_directories(top, fanout, depth):
