@@ -93,6 +93,30 @@ static void test_a_dry_copy_that_earned_trust_is_promoted_wherever_the_stall(voi
                                             .other_thread = true, .on_track = true }));
 }
 
+/* A stall of another stream of reads (another thread's, on a read the copy did not predict,
+ * the copy shown to follow its own thread alone): the copy is neither replaced nor promoted;
+ * the thread gets a copy of its own where its stall is real and not backed off. */
+static void test_another_streams_stall_starts_a_copy_of_its_own(void)
+{
+    struct specx_stall_view other = { .running = true, .other_thread = true,
+                                      .other_stream = true };
+    struct specx_stall_facts f = { .allowed = true, .had_copy = true, .copy = other };
+    CHECK(decide(f) == SPECX_STALL_NEW_STREAM);
+    f.copy.dry = f.copy.earned = true; /* not promoted from another stream */
+    CHECK(decide(f) == SPECX_STALL_NEW_STREAM);
+    f.copy = other;
+    f.backing_off = true;
+    CHECK(decide(f) == SPECX_STALL_KEEP);
+    f.backing_off = false;
+    f.copy.arrived = true;
+    CHECK(decide(f) == SPECX_STALL_KEEP);
+    f.copy = other;
+    f.copy.running = false; /* an ended copy is judged as any */
+    CHECK(decide(f) == SPECX_STALL_COPY);
+    f.memory_stopped = true;
+    CHECK(decide(f) == SPECX_STALL_STOP);
+}
+
 int main(void)
 {
     test_nothing_is_done_where_speculation_does_not_run();
@@ -105,5 +129,6 @@ int main(void)
     test_a_dry_copy_on_track_stays_on_probation_until_it_earns_trust();
     test_a_readahead_wait_or_another_threads_stall_is_no_divergence();
     test_a_dry_copy_that_earned_trust_is_promoted_wherever_the_stall();
+    test_another_streams_stall_starts_a_copy_of_its_own();
     return check_status();
 }

@@ -530,6 +530,34 @@ bool specx_copy_watch_memory(void)
     return stopped;
 }
 
+/* Whether a thread other than the copy's own has read a record of the copy of S: then the
+ * copy serves a pool's threads, and their stalls say as much of it as its own thread's. */
+static bool read_by_others(const struct specx_stream *s)
+{
+    return __atomic_load_n(&ctl_of(s)->others_read, __ATOMIC_RELAXED) != 0;
+}
+
+/* Whether no running copy's predictions were read by a thread other than its own: each copy
+ * follows one thread's stream of reads, as in a program whose threads each read their own
+ * files. A pool whose threads take work from one queue reads its copy's records from every
+ * thread; there one copy serves all (docs/design/read-path.md). */
+static bool copies_follow_their_threads(void)
+{
+    for (unsigned k = 0; k < SPECX_STREAMS; k++)
+        if (specx.stream[k].copy.pid > 0 && read_by_others(&specx.stream[k]))
+            return false;
+    return true;
+}
+
+/* Whether the copy of S has shown that it follows its own thread alone: STREAM_EVIDENCE of
+ * its records read by that thread, none by another, nor any other copy's by a thread not its
+ * own. */
+static bool followed_alone(const struct specx_stream *s)
+{
+    return __atomic_load_n(&ctl_of(s)->owner_read, __ATOMIC_RELAXED) >= STREAM_EVIDENCE &&
+           !read_by_others(s) && copies_follow_their_threads();
+}
+
 /* What the prefetch log says of the copy of S at STALL (in file ST): the view the read path
  * took as it matched the read, unless it took none, or took it of another stream or of an
  * earlier copy (another thread replaced it meanwhile). */
@@ -560,47 +588,8 @@ static struct specx_stall_view view_of_copy(const struct specx_stream *s,
     v.on_track = log->predicted;
     v.earned = running && s->dry && specx_trust_earned(log->on_track);
     v.other_thread = specx.manager != s->thread;
+    v.other_stream = v.other_thread && !v.on_track && followed_alone(s);
     return v;
-}
-
-/* Whether a thread other than the copy's own has read a record of the copy of S: then the
- * copy serves a pool's threads, and their stalls say as much of it as its own thread's. */
-static bool read_by_others(const struct specx_stream *s)
-{
-    return __atomic_load_n(&ctl_of(s)->others_read, __ATOMIC_RELAXED) != 0;
-}
-
-/* Whether no running copy's predictions were read by a thread other than its own: each copy
- * follows one thread's stream of reads, as in a program whose threads each read their own
- * files. A pool whose threads take work from one queue reads its copy's records from every
- * thread; there one copy serves all (docs/design/read-path.md). */
-static bool copies_follow_their_threads(void)
-{
-    for (unsigned k = 0; k < SPECX_STREAMS; k++)
-        if (specx.stream[k].copy.pid > 0 && read_by_others(&specx.stream[k]))
-            return false;
-    return true;
-}
-
-/* Whether the copy of S has shown that it follows its own thread alone: STREAM_EVIDENCE of
- * its records read by that thread, none by another, nor any other copy's by a thread not its
- * own. */
-static bool followed_alone(const struct specx_stream *s)
-{
-    return __atomic_load_n(&ctl_of(s)->owner_read, __ATOMIC_RELAXED) >= STREAM_EVIDENCE &&
-           !read_by_others(s) && copies_follow_their_threads();
-}
-
-/* Whether the stall F describes is another thread's, on a read the copy of S did not predict,
- * where that copy has shown it follows its own thread alone: the stall belongs to another
- * stream of reads and says nothing of the copy. A running copy it neither replaces nor
- * promotes (a clone of this thread, which the copy's thread's reads would not follow); one that
- * ended is judged by what its own thread read of it, its records not reached yet left out.
- * Until a copy has shown it, another thread's stall is judged as any (policy/stall.h): in a
- * pool, other threads read the copy's records within a few files. */
-static bool another_streams_stall(const struct specx_stream *s, const struct specx_stall_facts *f)
-{
-    return f->had_copy && f->copy.other_thread && !f->copy.on_track && followed_alone(s);
 }
 
 /* What the program knows at a stall at STALL, for the decision (policy/stall.h), and what
@@ -628,7 +617,9 @@ static struct specx_stall_facts facts_at(struct specx_stream *s,
     if (f.had_copy) {
         struct specx_log_view log = log_view(s, stall, st);
         f.copy = view_of_copy(s, &log, running, arrived);
-        *tally = f.copy.on_track || another_streams_stall(s, &f) ? log.on_track : log.diverged;
+        /* A copy that ended is judged by what its own thread read of it, its records not
+         * reached yet left out, at another stream's stall as at one it predicted. */
+        *tally = f.copy.on_track || f.copy.other_stream ? log.on_track : log.diverged;
         judged.useful = tally->hits > 0;
     }
     f.backing_off = specx_backoff_would_skip((uint64_t)st->st_dev, (uint64_t)st->st_ino,
@@ -712,14 +703,6 @@ static struct specx_stream *free_stream(void)
     return NULL;
 }
 
-/* Whether another stream's stall (another_streams_stall) deserves a copy of its own in a
- * stream beside the first: a real stall (not a wait for readahead) with no back-off on its
- * file, the first stream's copy past entering. */
-static bool stream_of_its_own(const struct specx_stall_facts *f)
-{
-    return !f->copy.entering && !f->copy.arrived && !f->backing_off;
-}
-
 /* A stall of a thread in a stream of its own that the first's copy does not serve: a copy in
  * a free stream, the first of its kind there (trust and back-off are the process's). With
  * every stream taken, the thread's read goes on unaided. */
@@ -741,8 +724,6 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
     struct specx_tally tally = { 0, 0 };
     struct specx_stall_facts f = facts_at(s, stall, arrived, &st, &tally);
     bool running = s->copy.pid > 0; /* facts_at forgot it if the copy had ended */
-    if (s == &specx.stream[0] && f.copy.running && another_streams_stall(s, &f))
-        return stream_of_its_own(&f) && clone_in_new_stream(stall, &st);
     switch (specx_stall_decide(&f)) {
     case SPECX_STALL_IGNORE:
     case SPECX_STALL_KEEP:
@@ -758,6 +739,8 @@ static bool copy_at(const struct specx_stall *stall, bool arrived)
         if (running)
             kill_copy(s, false); /* diverged, none of its predictions read: not worth a new one */
         return false;
+    case SPECX_STALL_NEW_STREAM:
+        return clone_in_new_stream(stall, &st);
     case SPECX_STALL_COPY:
         return clone_at(s, stall, &st, arrived, running,
                         f.had_copy ? judge_copy(s, tally, &st, false) : specx_trust_next_dry());

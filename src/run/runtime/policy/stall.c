@@ -25,6 +25,11 @@ enum specx_stall_action specx_stall_decide(const struct specx_stall_facts *f)
         return SPECX_STALL_IGNORE;
     if (f->memory_stopped)
         return SPECX_STALL_STOP;
+    /* Another stream's stall neither replaces nor promotes the copy; a real one (not a wait
+     * for readahead) with no back-off on its file, the copy past entering, starts its own. */
+    if (f->had_copy && f->copy.running && f->copy.other_stream)
+        return f->copy.entering || f->copy.arrived || f->backing_off ? SPECX_STALL_KEEP
+                                                                     : SPECX_STALL_NEW_STREAM;
     if (f->had_copy && keeps_copy(&f->copy))
         return SPECX_STALL_KEEP;
     return f->backing_off ? SPECX_STALL_BACK_OFF : SPECX_STALL_COPY;

@@ -17,6 +17,9 @@ struct specx_stall_view {
     bool earned;       /* a dry one: its predictions so far have earned the process's trust */
     bool arrived;      /* the program waited for readahead: its data is in memory, no miss */
     bool other_thread; /* the stall is another thread's than the one the copy is a clone of */
+    bool other_stream; /* ... on a read the copy did not predict, where the copy has shown it
+                          follows its own thread alone: the stall is of another stream of
+                          reads and says nothing of the copy (docs/design/read-path.md) */
 };
 
 /* Everything the decision rests on. */
@@ -36,6 +39,8 @@ enum specx_stall_action {
     SPECX_STALL_STOP,     /* the copy ends unjudged and none is made (the memory control) */
     SPECX_STALL_KEEP,     /* the copy goes on */
     SPECX_STALL_BACK_OFF, /* the copy is judged and ends; none is made at this stall */
+    SPECX_STALL_NEW_STREAM, /* the copy goes on; the stalled thread gets a copy of its own
+                               in a stream beside it */
     SPECX_STALL_COPY,     /* the copy is judged and ends; a new one is cloned at the stall.
                              Cloning may still be refused by the kernel's view of the program
                              (kernel/copy_hazards.h: a seccomp filter makes the runtime stand
