@@ -5,6 +5,7 @@ a real repository's packs (this project's own history), and a build of this proj
 sources at a fixed commit, alone and as a CI job (clone, build, test). Their data sets are
 copies of what is installed (or, for git, a clone or an export), so they are only as fixed as
 the installed version, which their stamps record."""
+import functools
 import os
 import re
 import shutil
@@ -108,6 +109,7 @@ def _this_repository():
     return _output(["git", "-C", here, "rev-parse", "--show-toplevel"])
 
 
+@functools.lru_cache(maxsize=1)
 def _first_parents():
     """This project's commits from the root along the first parents ([] without the
     repository)."""
