@@ -730,3 +730,20 @@ def test_ratios_against_a_mode_stopped_at_its_time_limit_are_bounds():
     results = {figure: result for figure, _, _, result in share_bench.bars(summary)}
     assert results["makespan model / switch"] == "FAIL"            # over 2.0
     assert "makespan model / none" not in results                  # both stopped
+
+
+@pytest.mark.root
+def test_the_scratch_directory_is_not_open_to_other_users():
+    """The harness runs builds, clones and ld as root in its scratch directory (in /dev/shm,
+    where every user can see it): another user can neither list it nor plant or rename a name
+    there, which would point those writes elsewhere."""
+    scratch = pathlib.Path(runner.make_scratch("attack"))
+    try:
+        as_other = ["setpriv", "--reuid=61234", "--regid=61234", "--clear-groups"]
+        planted = subprocess.run([*as_other, "ln", "-s", "/etc", str(scratch / "build")],
+                                 capture_output=True, text=True)
+        listed = subprocess.run([*as_other, "ls", str(scratch)], capture_output=True, text=True)
+        assert planted.returncode != 0 and not (scratch / "build").is_symlink(), planted.stderr
+        assert listed.returncode != 0, listed.stdout
+    finally:
+        shutil.rmtree(scratch)

@@ -64,8 +64,30 @@ def _scratch_base():
     return "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
 
 
+def make_scratch(name):
+    """A new directory for the runs of workload NAME to write in (_scratch_base), the
+    harness's alone to write: the programs it runs as root write there (a build, a clone, ld's
+    output), and a local user who could plant or rename a name in it could point them
+    anywhere. A server's own user may pass through it, to its socket and report
+    (_report_for)."""
+    scratch = tempfile.mkdtemp(prefix=f"specx-bench-{name}-", dir=_scratch_base())
+    os.chmod(scratch, 0o711)
+    return scratch
+
+
 def _group_of(user):
     return pwd.getpwnam(user).pw_gid if user else None
+
+
+def _report_for(path, user):
+    """An empty report file at PATH that USER may write: a server wrapped by specx run writes
+    its report as its own user, and the scratch directory is root's alone."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    try:
+        os.fchown(fd, pwd.getpwnam(user).pw_uid, _group_of(user))
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -151,6 +173,8 @@ def run_once(workload, mode, index, mountpoint, params, scratch, log_dir):
     if mode.first_run_other and workload.other_command(mountpoint, params, scratch) is None:
         raise SystemExit(f"specx bench: mode {mode.name} needs a workload with other inputs "
                          f"to run first; {workload.name} has none")
+    if workload.server:
+        _report_for(report, workload.server)
     if mode.prepare == modes.DROP_CACHES:
         drop_caches()
     warm = mode.prepare == modes.TOUCH_DATA
@@ -225,8 +249,7 @@ def bench_workload(workload, cfg, log_dir, result):
     backing = datasets.ensure(workload, cfg.scale, cfg.data_dir)
     params = workload.scales[cfg.scale]
     mountpoint = os.path.join(cfg.data_dir, ".mnt", workload.name)
-    scratch = tempfile.mkdtemp(prefix=f"specx-bench-{workload.name}-", dir=_scratch_base())
-    os.chmod(scratch, 0o777)   # servers run as their own user and write reports here
+    scratch = make_scratch(workload.name)
     result.update({"name": workload.name, "paper": workload.paper,
                    "description": workload.description, "scale": cfg.scale, "params": params,
                    "dataset": {"path": backing, "bytes": datasets.size(backing),

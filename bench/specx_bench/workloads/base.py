@@ -22,8 +22,8 @@ class Workload:
     name, paper (the row of the paper's Table 1 it stands for), description;
     version: bump it whenever generate() changes its output, so cached data sets are remade;
     scales: parameters per scale ("full": the benchmark; "demo": `make demo`; "test": tests);
-    server: True when the process to wrap (e.g. with `specx run`) is a server that the timed
-    command talks to, rather than the timed command itself;
+    server: the user a server runs as, when the process to wrap (e.g. with `specx run`) is a
+    server that the timed command talks to, rather than the timed command itself (None);
     dataset: the name of another workload whose data set this one reads (None: its own).
     """
     name = ""
@@ -31,7 +31,7 @@ class Workload:
     description = ""
     version = 1
     scales = {}
-    server = False
+    server = None
     dataset = None
 
     def unavailable(self, data_dir):

@@ -64,7 +64,7 @@ class Postgres(Workload):
     paper = "PostgreSQL"
     description = "index builds over AS3AP relations (PostgreSQL server)"
     version = 2
-    server = True
+    server = USER
     scales = {
         "full": {"rows": 500_000},
         "demo": {"rows": 100_000},
